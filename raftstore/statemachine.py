@@ -1,0 +1,24 @@
+"""The boundary between replication (raftstore/replication.py, the only module that imports
+pysyncobj) and what it replicates.
+
+Replication hands every committed command, in log order, to ``apply`` in its own thread, and
+asks for ``snapshot`` / ``restore`` when it compacts its log or catches a member up. It knows
+nothing of etcd: commands are opaque bytes (the state machine encodes them with msgpack).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class StateMachine(Protocol):
+    def apply(self, command: bytes) -> object:
+        """Apply one committed command deterministically and return its result to the proposer
+        (only the member that proposed it sees the result). Must not raise for bad commands:
+        return an error value instead, every member must reach the same state."""
+
+    def snapshot(self) -> bytes:
+        """The whole replicated state as msgpack bytes (taken between two applies)."""
+
+    def restore(self, data: bytes) -> None:
+        """Replace the whole state with a ``snapshot``."""
