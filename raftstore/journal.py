@@ -1,0 +1,221 @@
+"""A durable Raft journal for pysyncobj.
+
+pysyncobj 0.3.17's own FileJournal writes through mmap and never syncs, and keeps term and vote
+in a pickled side file. This journal replaces it (see replication.py for how it is plugged in):
+
+* entries are appended to ``<path>`` as records ``[len u32][crc32 u32][idx u64][term u64][cmd]``;
+  ``add`` only buffers, ``sync`` writes the buffer and fdatasyncs once (group commit: every
+  entry appended since the last sync shares one fdatasync);
+* term, vote and commit index live in ``<path>.meta`` as msgpack, replaced atomically (write a
+  temporary file, fsync it, rename, fsync the directory). Term and vote are stored
+  synchronously, because Raft forbids sending a vote before they are durable;
+* a torn or corrupt tail (a crash in the middle of a write) is detected by length and CRC at
+  start-up and cut off: those entries were never acknowledged, since nothing was sent and
+  nothing applied before the sync that would have covered them;
+* ``deleteEntriesTo`` (after a snapshot) rewrites the remaining entries into a new file and
+  renames it over the old one, fsyncing file and directory, which also makes the snapshot
+  file's rename (same directory) durable.
+
+The ordering rule that makes acknowledged writes survive a machine crash lives in
+replication.py: the journal is synced before any message leaves the member and before any
+entry is applied.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+from typing import Any, Final
+
+import msgpack
+from pysyncobj.journal import Journal
+
+from raftstore import metrics
+
+_HEADER: Final = struct.Struct("<IIQQ")  # payload length, crc32 of the rest, idx, term
+
+Entry = tuple[bytes, int, int]  # (command, idx, term) as pysyncobj stores them
+
+
+def fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _encode(command: bytes, idx: int, term: int) -> bytes:
+    body = struct.pack("<QQ", idx, term) + command
+    crc = zlib.crc32(body)
+    return struct.pack("<II", len(command), crc) + body
+
+
+class DurableJournal(Journal):  # type: ignore[misc]
+    """pysyncobj ``Journal`` with fdatasync-on-demand and a msgpack meta file."""
+
+    def __init__(self, path: str, *, fsync: bool = True) -> None:
+        self._path = path
+        self._meta_path = path + ".meta"
+        self._dir = os.path.dirname(os.path.abspath(path))
+        self._fsync = fsync
+        self._entries: list[Entry] = []
+        self._ends: list[int] = []  # file offset after each entry
+        self._pending = bytearray()
+        self._needs_sync = False
+        self._meta: dict[str, Any] = self._load_meta()
+        self._meta_dirty = False
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        self._size = self._load_entries()
+
+    # -- start-up -----------------------------------------------------------------------------
+
+    def _load_meta(self) -> dict[str, Any]:
+        try:
+            with open(self._meta_path, "rb") as f:
+                meta = msgpack.unpackb(f.read(), raw=False)
+            return meta if isinstance(meta, dict) else {}
+        except (FileNotFoundError, ValueError, msgpack.ExtraData, msgpack.FormatError):
+            return {}
+
+    def _load_entries(self) -> int:
+        with open(self._path, "rb") as f:
+            data = f.read()
+        offset = 0
+        while offset + _HEADER.size <= len(data):
+            length, crc, idx, term = _HEADER.unpack_from(data, offset)
+            end = offset + _HEADER.size + length
+            if end > len(data):
+                break
+            body = data[offset + 8 : end]
+            if zlib.crc32(body) != crc:
+                break
+            self._entries.append((bytes(data[offset + _HEADER.size : end]), idx, term))
+            self._ends.append(end)
+            offset = end
+        if offset != len(data):
+            # A torn tail from a crash mid-write: never acknowledged (see module doc).
+            os.ftruncate(self._fd, offset)
+            os.fsync(self._fd)
+        return offset
+
+    # -- durability ---------------------------------------------------------------------------
+
+    def sync(self) -> None:
+        """Make every entry added so far durable (one write + one fdatasync)."""
+        if self._pending:
+            os.pwrite(self._fd, self._pending, self._size - len(self._pending))
+            self._pending.clear()
+            self._needs_sync = True
+        if self._needs_sync:
+            if self._fsync:
+                os.fdatasync(self._fd)
+                metrics.JOURNAL_SYNCS.inc()
+            self._needs_sync = False
+
+    @property
+    def dirty(self) -> bool:
+        return bool(self._pending) or self._needs_sync
+
+    # -- pysyncobj Journal interface ----------------------------------------------------------
+
+    def add(self, command: bytes, idx: int, term: int) -> None:
+        record = _encode(bytes(command), idx, term)
+        self._entries.append((bytes(command), idx, term))
+        self._pending += record
+        self._size += len(record)
+        self._ends.append(self._size)
+
+    def clear(self) -> None:
+        self._rewrite([])
+
+    def deleteEntriesFrom(self, entryFrom: int) -> None:  # noqa: N802 (pysyncobj's name)
+        if entryFrom >= len(self._entries):
+            return
+        self.sync()
+        new_size = self._ends[entryFrom - 1] if entryFrom > 0 else 0
+        del self._entries[entryFrom:]
+        del self._ends[entryFrom:]
+        os.ftruncate(self._fd, new_size)
+        self._size = new_size
+        self._needs_sync = True
+
+    def deleteEntriesTo(self, entryTo: int) -> None:  # noqa: N802
+        self._rewrite(self._entries[entryTo:])
+
+    def _rewrite(self, entries: list[Entry]) -> None:
+        tmp = self._path + ".tmp"
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        ends: list[int] = []
+        size = 0
+        chunks = []
+        for command, idx, term in entries:
+            record = _encode(command, idx, term)
+            chunks.append(record)
+            size += len(record)
+            ends.append(size)
+        os.write(fd, b"".join(chunks))
+        if self._fsync:
+            os.fsync(fd)
+        os.replace(tmp, self._path)
+        if self._fsync:
+            fsync_dir(self._dir)
+        os.close(self._fd)
+        self._fd = fd
+        self._entries = list(entries)
+        self._ends = ends
+        self._size = size
+        self._pending.clear()
+        self._needs_sync = False
+
+    def __getitem__(self, item: int | slice) -> Any:
+        return self._entries[item]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _destroy(self) -> None:
+        self.sync()
+        self._store_meta()
+        os.close(self._fd)
+
+    def setRaftCommitIndex(self, raftCommitIndex: int) -> None:  # noqa: N802,N803
+        if self._meta.get("commit") != raftCommitIndex:
+            self._meta["commit"] = raftCommitIndex
+            self._meta_dirty = True
+
+    def getRaftCommitIndex(self) -> int:  # noqa: N802
+        return int(self._meta.get("commit", 1))
+
+    def setCurrentTerm(self, term: int, votedForNodeId: str | None) -> None:  # noqa: N802,N803
+        # Raft: term and vote must be durable before any message reflecting them is sent.
+        self._meta["term"] = term
+        self._meta["vote"] = votedForNodeId
+        self._store_meta()
+
+    def getCurrentTerm(self) -> int:  # noqa: N802
+        return int(self._meta.get("term", 0))
+
+    def getVotedForNodeId(self) -> str | None:  # noqa: N802
+        vote = self._meta.get("vote")
+        return vote if isinstance(vote, str) else None
+
+    def onOneSecondTimer(self) -> None:  # noqa: N802
+        if self._meta_dirty:
+            # The commit index is a hint (the leader re-sends it); never ahead of the entries
+            # on disk, since entries are synced before they can be committed.
+            self.sync()
+            self._store_meta()
+
+    def _store_meta(self) -> None:
+        tmp = self._meta_path + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(msgpack.packb(self._meta, use_bin_type=True))
+            f.flush()
+            if self._fsync:
+                os.fsync(f.fileno())
+        os.replace(tmp, self._meta_path)
+        if self._fsync:
+            fsync_dir(self._dir)
+        self._meta_dirty = False

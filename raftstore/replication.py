@@ -1,0 +1,371 @@
+"""Raft replication through pysyncobj: the only module that imports it.
+
+How it is wired (pysyncobj 0.3.17; pinned, since a few hooks below use its internals):
+
+* **Commands.** Every command is opaque bytes from the state machine (msgpack), appended to the
+  log with our own command type byte; ``_SyncObj__doApplyCommand`` is overridden to route that
+  type to ``StateMachine.apply``. pysyncobj's replicated-method machinery (which pickles the call)
+  is not used, so nothing pickled lands on disk. A second type is the read barrier, a no-op that
+  never reaches the state machine.
+* **Durability** ("persist before you answer"). The journal (journal.py) buffers appended
+  entries; ``_SyncingTransport.send`` syncs it before any message leaves this member, and the
+  apply hook syncs it before any entry is applied. A follower's success reply therefore comes
+  after its entries are on disk, the leader's own entries are on disk before a follower can
+  acknowledge them (they were synced before being sent), and a single member syncs before it
+  applies and answers. Every entry appended in one tick shares one fdatasync: group commit.
+* **Latency.** pysyncobj in batch mode sends appends only every ``appendEntriesPeriod``; an
+  on-tick callback sends as soon as the log grew or the commit index moved, and a pipe wakes the
+  tick thread when a command is queued, so a write costs two disk syncs and two network hops,
+  not a heartbeat period.
+* **Snapshots.** pysyncobj's custom serializer hooks write ``StateMachine.snapshot`` plus the two
+  log entries and the member list as msgpack (fsynced); followers that fall behind the
+  compacted log receive that file and load it through the same hook.
+* **Threads.** pysyncobj runs in one thread of ours (``autoTick`` off). ``apply`` runs in it; the
+  asyncio side proposes through a thread-safe queue and gets results through
+  ``call_soon_threadsafe``.
+* **Peers.** pysyncobj's transport unpickles what it receives, so peers authenticate and encrypt
+  with its ``password`` option (Fernet) whenever a peer address is not loopback (config.py
+  refuses to start otherwise).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import struct
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import msgpack
+import pysyncobj.syncobj as _pso
+from pysyncobj import SyncObj, SyncObjConf
+from pysyncobj.config import FAIL_REASON
+from pysyncobj.pipe_notifier import PipeNotifier
+from pysyncobj.transport import TCPTransport
+
+from raftstore import metrics
+from raftstore.consensus import ConsensusError, Member, NoLeaderError, TimeoutError_
+from raftstore.journal import DurableJournal, fsync_dir
+from raftstore.statemachine import StateMachine
+
+log = logging.getLogger("raftstore.replication")
+
+_CMD_APPLY: Final = 0x10  # payload goes to StateMachine.apply
+_CMD_BARRIER: Final = 0x11  # read barrier: committed, never applied to the state machine
+
+# pysyncobj builds its journal with ``createJournal(conf.journalFile)``; let it accept a ready
+# journal object, so that ours (durable) is used without forking the library.
+_original_create_journal = _pso.createJournal
+
+
+def _create_journal(journal_file: Any) -> Any:
+    if isinstance(journal_file, DurableJournal):
+        return journal_file
+    return _original_create_journal(journal_file)
+
+
+_pso.createJournal = _create_journal
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplicationConfig:
+    name: str
+    self_peer: str  # "host:port" as the other members know this one
+    bind_peer: str  # "host:port" to listen on
+    peers: dict[str, str]  # name -> "host:port" for every member, this one included
+    peer_urls: dict[str, list[str]]  # name -> advertised peer URLs
+    client_urls: list[str]  # this member's advertised client URLs
+    data_dir: str
+    cluster_token: str
+    password: str | None
+    fsync: bool = True
+    snapshot_count: int = 10_000
+    heartbeat: float = 0.1
+    election_timeout: float = 1.0
+
+
+def member_id_for(name: str, peer_urls: list[str], token: str) -> int:
+    """A stable 64-bit member id from the member's peer URLs and the cluster token (the same
+    inputs etcd hashes), never 0."""
+    digest = hashlib.sha1(("".join(sorted(peer_urls)) + token).encode()).digest()
+    return struct.unpack(">Q", digest[:8])[0] or 1
+
+
+class _SyncingTransport(TCPTransport):  # type: ignore[misc]
+    """TCP transport that makes the journal durable before any message leaves the member."""
+
+    journal: DurableJournal | None = None
+
+    def send(self, node: Any, message: Any) -> bool:
+        journal = self.journal
+        if journal is not None and journal.dirty:
+            journal.sync()
+        return bool(super().send(node, message))
+
+
+class _RaftNode(SyncObj):  # type: ignore[misc]
+    def __init__(
+        self,
+        owner: Replication,
+        self_node: str,
+        other_nodes: list[str],
+        conf: SyncObjConf,
+        journal: DurableJournal,
+    ) -> None:
+        self._owner = owner
+        self._journal = journal
+        transport_journal = journal
+
+        class Transport(_SyncingTransport):
+            journal = transport_journal
+
+        super().__init__(self_node, other_nodes, conf, transportClass=Transport)
+
+    # Overrides pysyncobj's private dispatcher (name-mangled ``__doApplyCommand``): our command
+    # types go to the state machine; everything else (no-ops, version changes) to pysyncobj.
+    def _SyncObj__doApplyCommand(self, command: bytes) -> Any:  # noqa: N802
+        if self._journal.dirty:
+            self._journal.sync()
+        kind = command[0] if command else -1
+        if kind == _CMD_APPLY:
+            return self._owner.state.apply(bytes(command[1:]))
+        if kind == _CMD_BARRIER:
+            return None
+        return SyncObj._SyncObj__doApplyCommand(self, command)
+
+    def submit(self, command: bytes, callback: Callable[[Any, int], None]) -> None:
+        self._applyCommand(command, callback)
+
+
+class Replication:
+    """The ``Consensus`` implementation on pysyncobj (see the module doc for the wiring)."""
+
+    def __init__(self, cfg: ReplicationConfig, state: StateMachine) -> None:
+        self.cfg = cfg
+        self.state = state
+        self._loop: asyncio.AbstractEventLoop | None = None
+        os.makedirs(cfg.data_dir, exist_ok=True)
+        self._snapshot_path = os.path.join(cfg.data_dir, "snapshot.msgpack")
+        self._journal = DurableJournal(os.path.join(cfg.data_dir, "raft.journal"), fsync=cfg.fsync)
+        self._member_ids = {
+            name: member_id_for(name, cfg.peer_urls[name], cfg.cluster_token) for name in cfg.peers
+        }
+        self._addr_to_name = {addr: name for name, addr in cfg.peers.items()}
+        ids = sorted(self._member_ids.values())
+        self._cluster_id = struct.unpack(
+            ">Q", hashlib.sha1(b"".join(struct.pack(">Q", i) for i in ids)).digest()[:8]
+        )[0]
+        conf = SyncObjConf(
+            autoTick=False,
+            appendEntriesUseBatch=True,
+            appendEntriesPeriod=cfg.heartbeat,
+            raftMinTimeout=cfg.election_timeout / 2,
+            raftMaxTimeout=cfg.election_timeout,
+            leaderFallbackTimeout=max(cfg.election_timeout * 2, 1.0),
+            connectionTimeout=max(cfg.election_timeout, 1.0),
+            connectionRetryTime=0.3,
+            commandsWaitLeader=True,
+            journalFile=self._journal,
+            fullDumpFile=self._snapshot_path,
+            serializer=self._write_snapshot,
+            deserializer=self._read_snapshot,
+            logCompactionMinEntries=cfg.snapshot_count,
+            logCompactionMinTime=3600 * 24,
+            password=cfg.password,
+            bindAddress=cfg.bind_peer,
+            dynamicMembershipChange=False,
+            onStateChanged=self._on_state_changed,
+        )
+        others = [addr for name, addr in cfg.peers.items() if name != cfg.name]
+        self._node = _RaftNode(self, cfg.self_peer, others, conf, self._journal)
+        self._waker = PipeNotifier(self._node._poller)
+        self._last_sent: tuple[int, int] = (0, 0)
+        self._node.addOnTickCallback(self._after_tick)
+        self._barrier_pending: asyncio.Future[None] | None = None
+        self._barrier_inflight = False
+        self._last_leader: Any = None
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="raft", daemon=True)
+        self._thread.start()
+
+    # -- raft thread --------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        node = self._node
+        while not self._stopping.is_set():
+            try:
+                node.doTick(0.05)
+            except Exception:  # keep the member alive; pysyncobj's own loop does the same
+                log.exception("raft tick failed")
+                time.sleep(0.05)
+        try:
+            node._destroy()
+        except Exception:
+            log.exception("raft shutdown failed")
+        self._journal._destroy()
+
+    def _after_tick(self) -> None:
+        """Runs inside every tick, before the poll: send new entries / a new commit index to
+        the followers now rather than at the next heartbeat."""
+        node = self._node
+        if node._isLeader():
+            mark = (node._SyncObj__getCurrentLogIndex(), node.raftCommitIndex)
+            if mark != self._last_sent:
+                self._last_sent = mark
+                node._SyncObj__sendAppendEntries()
+        leader = node._getLeader()
+        if leader != self._last_leader:
+            if leader is not None:
+                metrics.LEADER_CHANGES.inc()
+            self._last_leader = leader
+
+    def _on_state_changed(self, old: int, new: int) -> None:
+        self._last_sent = (0, 0)
+
+    def _write_snapshot(self, path: str, data: Any) -> None:
+        last, prev, cluster = data
+        payload = {
+            "entries": [list(last), list(prev)],
+            "cluster": sorted(getattr(n, "address", str(n)) for n in cluster),
+            "state": self.state.snapshot(),
+        }
+        with open(path, "wb") as f:
+            f.write(msgpack.packb(payload, use_bin_type=True))
+            f.flush()
+            if self.cfg.fsync:
+                os.fsync(f.fileno())
+
+    def _read_snapshot(self, path: str) -> tuple[Any, Any, Any]:
+        with open(path, "rb") as f:
+            if self.cfg.fsync:
+                os.fsync(f.fileno())  # a snapshot just received from the leader
+            payload = msgpack.unpackb(f.read(), raw=False)
+        if self.cfg.fsync:
+            fsync_dir(os.path.dirname(os.path.abspath(path)))
+        self.state.restore(payload["state"])
+        last, prev = (tuple(e) for e in payload["entries"])
+        cluster = {_pso.TCPNode(a) for a in payload["cluster"]}
+        return last, prev, cluster
+
+    # -- Consensus ----------------------------------------------------------------------------
+
+    @property
+    def member_id(self) -> int:
+        return self._member_ids[self.cfg.name]
+
+    @property
+    def cluster_id(self) -> int:
+        return int(self._cluster_id)
+
+    def members(self) -> list[Member]:
+        out = []
+        for name in self.cfg.peers:
+            out.append(
+                Member(
+                    id=self._member_ids[name],
+                    name=name,
+                    peer_urls=list(self.cfg.peer_urls[name]),
+                    client_urls=list(self.cfg.client_urls) if name == self.cfg.name else [],
+                )
+            )
+        return out
+
+    def term(self) -> int:
+        return int(self._node.raftCurrentTerm)
+
+    def leader_id(self) -> int:
+        leader = self._node._getLeader()
+        if leader is None:
+            return 0
+        name = self._addr_to_name.get(getattr(leader, "address", str(leader)))
+        return self._member_ids.get(name, 0) if name else 0
+
+    def is_leader(self) -> bool:
+        return bool(self._node._isLeader())
+
+    def applied_index(self) -> int:
+        return int(self._node.raftLastApplied)
+
+    def commit_index(self) -> int:
+        return int(self._node.raftCommitIndex)
+
+    def status(self) -> dict[str, Any]:
+        return dict(self._node.getStatus())
+
+    def _submit(self, command: bytes, timeout: float) -> asyncio.Future[Any]:
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[Any] = loop.create_future()
+
+        def done(result: Any, err: int) -> None:
+            loop.call_soon_threadsafe(_resolve, fut, result, err)
+
+        def expire() -> None:
+            if not fut.done():
+                metrics.PROPOSALS_FAILED.inc()
+                fut.set_exception(TimeoutError_())
+
+        loop.call_later(timeout, expire)
+        self._node.submit(command, done)
+        try:
+            self._waker.notify()
+        except BlockingIOError:  # the pipe is full: the tick thread is already woken
+            pass
+        return fut
+
+    async def propose(self, command: bytes, timeout: float = 7.0) -> object:
+        return await self._submit(bytes([_CMD_APPLY]) + command, timeout)
+
+    async def read_barrier(self, timeout: float = 7.0) -> None:
+        # Readers that arrive while a barrier is in flight wait for the next one: the barrier
+        # they join must enter the log after their read began.
+        if self._barrier_pending is None:
+            self._barrier_pending = asyncio.get_running_loop().create_future()
+            if not self._barrier_inflight:
+                self._start_barrier()
+        await asyncio.shield(self._barrier_pending)
+
+    def _start_barrier(self) -> None:
+        group = self._barrier_pending
+        assert group is not None
+        self._barrier_pending = None
+        self._barrier_inflight = True
+        fut = self._submit(bytes([_CMD_BARRIER]), 7.0)
+
+        def finished(f: asyncio.Future[Any]) -> None:
+            self._barrier_inflight = False
+            exc = f.exception()
+            if exc is not None:
+                group.set_exception(exc)
+                group.exception()  # marks it retrieved when no reader is left to see it
+            else:
+                group.set_result(None)
+            if self._barrier_pending is not None:
+                self._start_barrier()
+
+        fut.add_done_callback(finished)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        try:
+            self._waker.notify()
+        except OSError:
+            pass
+        self._thread.join(timeout=5)
+
+
+def _resolve(fut: asyncio.Future[Any], result: Any, err: int) -> None:
+    if fut.done():
+        return
+    if err == FAIL_REASON.SUCCESS:
+        fut.set_result(result)
+    elif err == FAIL_REASON.MISSING_LEADER:
+        metrics.PROPOSALS_FAILED.inc()
+        fut.set_exception(NoLeaderError())
+    else:
+        metrics.PROPOSALS_FAILED.inc()
+        fut.set_exception(ConsensusError("etcdserver: leader changed"))
