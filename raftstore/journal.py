@@ -176,9 +176,12 @@ class DurableJournal(Journal):  # type: ignore[misc]
         return len(self._entries)
 
     def _destroy(self) -> None:
+        if self._fd < 0:
+            return
         self.sync()
         self._store_meta()
         os.close(self._fd)
+        self._fd = -1
 
     def setRaftCommitIndex(self, raftCommitIndex: int) -> None:  # noqa: N802,N803
         if self._meta.get("commit") != raftCommitIndex:

@@ -325,9 +325,13 @@ class Replication:
         # they join must enter the log after their read began.
         if self._barrier_pending is None:
             self._barrier_pending = asyncio.get_running_loop().create_future()
-            if not self._barrier_inflight:
-                self._start_barrier()
-        await asyncio.shield(self._barrier_pending)
+        waiter = self._barrier_pending
+        if not self._barrier_inflight:
+            self._start_barrier()
+        try:
+            await asyncio.wait_for(asyncio.shield(waiter), timeout)
+        except TimeoutError:
+            raise TimeoutError_() from None
 
     def _start_barrier(self) -> None:
         group = self._barrier_pending
