@@ -49,8 +49,10 @@ class KV(Protocol):
     def range(self, key: bytes, end: bytes | None, opts: RangeOptions) -> RangeResult:
         """Live keys in [key, end) at ``opts.rev`` (0: current). ``end`` None means just
         ``key``; ``end`` == b"\\0" means every key >= ``key``; an ``end`` <= ``key`` gives an
-        empty result. Raises CompactedError if 0 < rev <= compact_rev, FutureRevError if
-        rev > current revision."""
+        empty result. Raises CompactedError if 0 < rev < compact_rev (reading exactly at
+        compact_rev is allowed: etcd's ``rangeKeys`` checks ``rev < compactMainRev``),
+        FutureRevError if rev > current revision. The result's ``rev`` is the current
+        revision, as etcd's response header, even when reading an older ``opts.rev``."""
 
     def write(self) -> TxnWrite:
         """Begin a write transaction (the caller calls ``end``)."""
@@ -62,8 +64,10 @@ class KV(Protocol):
         rev > current revision."""
 
     def hash_kv(self, rev: int) -> tuple[int, int, int]:
-        """(hash, compact_rev, rev) over every version kept with mod_revision <= rev (0: current),
-        deterministic across members that applied the same commands."""
+        """(hash, compact_rev, current rev) over every version kept with mod_revision <= rev
+        (0: current), deterministic across members that applied the same commands. Raises
+        CompactedError if 0 < rev <= compact_rev (etcd's ``HashByRev``), FutureRevError if
+        rev > current revision."""
 
     def watch(
         self,
@@ -78,7 +82,9 @@ class KV(Protocol):
         ``start_rev`` in revision order (``start_rev`` 0: none, start at current + 1); after
         that, ``callback`` receives the events of each committed transaction that touch the
         range, in revision order, from the writer's thread. No event is lost or repeated
-        between history and callback. Raises CompactedError when 0 < start_rev <= compact_rev.
+        between history and callback. Raises CompactedError when 0 < start_rev < compact_rev
+        (etcd's ``minRev < compactRev``; a watch from exactly compact_rev gets the puts that
+        survived there, without their compacted prev_kv).
         A ``start_rev`` in the future is allowed (events arrive once the store reaches it)."""
 
     def cancel_watch(self, watcher_id: int) -> None:

@@ -55,8 +55,9 @@ class RangeOptions:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RangeResult:
     """``kvs`` sorted by key, at most ``limit``; ``count`` is the number of keys in the range
-    at that revision regardless of limit; ``rev`` is the revision the range was served at
-    (the store's current revision when the request asked for 0)."""
+    at that revision regardless of limit; ``rev`` is the store's current revision (the view's
+    revision inside a write transaction), also when ``RangeOptions.rev`` read an older one:
+    etcd's ``rangeKeys`` returns ``curRev`` and its response header carries it."""
 
     kvs: list[KeyValue]
     rev: int
@@ -69,7 +70,8 @@ class MVCCError(Exception):
 
 
 class CompactedError(MVCCError):
-    """The requested revision is at or below the compacted revision."""
+    """The requested revision was compacted away (ranges: below the compacted revision;
+    compact and hash: at or below it). ``compact_revision`` is the store's."""
 
     def __init__(self, compact_revision: int) -> None:
         super().__init__("mvcc: required revision has been compacted")
@@ -100,3 +102,10 @@ class KeyNotFoundError(MVCCError):
 
     def __init__(self) -> None:
         super().__init__("key not found")
+
+
+class LeaseTTLTooLargeError(MVCCError):
+    """A grant asked for more than MAX_LEASE_TTL seconds (etcd's ErrLeaseTTLTooLarge)."""
+
+    def __init__(self) -> None:
+        super().__init__("too large lease TTL")

@@ -1,0 +1,259 @@
+"""The in-memory MVCC store (etcd's ``kvstore.go``): ``KVStore`` implements ``KV``.
+
+State, and the invariants that hold between two calls:
+
+- ``index`` maps every key that has at least one kept version to its ``KeyIndex``; ``keys``
+  holds exactly the same keys in byte order, so a range visits only the keys it selects.
+- ``rev`` is the revision of the last committed write transaction, 1 on an empty store; no
+  version above ``rev`` is in the index except those of the one open write transaction.
+- ``log[i]`` names the keys changed at revision ``log_start + i`` (one bytes object when a
+  single key changed, else a tuple in operation order), for every revision from
+  ``log_start = max(compact_rev, 2)`` to ``rev``: the revision-ordered side of the store that
+  watch history and compaction walk instead of the whole keyspace.
+- After ``compact(c)`` no key keeps a version below its newest version at or below ``c``, and
+  none keeps a tombstone at or below ``c``; ``log`` then names only keys whose version at
+  ``c`` survived.
+
+Construct with ``KVStore()``: it owns its lessor as ``store.lessor``.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Callable
+from typing import Any, Final
+
+import msgpack
+
+from raftstore.mvcc.key_index import KeyIndex
+from raftstore.mvcc.keyrange import bounds
+from raftstore.mvcc.kvstore_compaction import compact_store
+from raftstore.mvcc.kvstore_txn import StoreTxnWrite
+from raftstore.mvcc.lessor import LessorImpl
+from raftstore.mvcc.sorted_keys import SortedKeys
+from raftstore.mvcc.types import (
+    CompactedError,
+    Event,
+    EventType,
+    FutureRevError,
+    KeyValue,
+    RangeOptions,
+    RangeResult,
+)
+from raftstore.mvcc.watchable_store import WatcherGroup, history
+
+SNAPSHOT_FORMAT: Final = 1
+_HASH_FIELDS: Final = struct.Struct(">QqqqqQ")
+
+LogEntry = bytes | tuple[bytes, ...] | None
+
+
+class KVStore:
+    """Implements ``raftstore.mvcc.kv.KV``. Not thread-safe: the caller serialises calls."""
+
+    def __init__(self) -> None:
+        self.index: dict[bytes, KeyIndex] = {}
+        self.keys = SortedKeys()
+        self._rev = 1
+        self._compact_rev = 0
+        self.log: list[LogEntry] = []
+        self.log_start = 2
+        self.watchers = WatcherGroup()
+        self.lessor = LessorImpl(self)
+
+    # -- reads ---------------------------------------------------------------------------
+
+    @property
+    def rev(self) -> int:
+        return self._rev
+
+    @property
+    def compact_rev(self) -> int:
+        return self._compact_rev
+
+    def range(self, key: bytes, end: bytes | None, opts: RangeOptions) -> RangeResult:
+        return self.range_at(key, end, opts, self._rev)
+
+    def range_at(
+        self, key: bytes, end: bytes | None, opts: RangeOptions, cur_rev: int
+    ) -> RangeResult:
+        """A range over the view at ``cur_rev`` (the store's revision, or a write txn's).
+        Mirrors etcd's ``rangeKeys``: the result's ``rev`` is ``cur_rev`` even when reading
+        an older ``opts.rev``; reading exactly at the compacted revision is allowed."""
+        rev = opts.rev
+        if rev > cur_rev:
+            raise FutureRevError()
+        if rev <= 0:
+            rev = cur_rev
+        if rev < self._compact_rev:
+            raise CompactedError(self._compact_rev)
+        kvs: list[KeyValue] = []
+        if end is None:  # a single key, no scan
+            ki = self.index.get(key)
+            kv = ki.live_at(rev) if ki is not None else None
+            if kv is None:
+                return RangeResult(kvs=kvs, rev=cur_rev, count=0)
+            if not opts.count_only:
+                kvs.append(kv)
+            return RangeResult(kvs=kvs, rev=cur_rev, count=1)
+        b = bounds(key, end)
+        if b is None:
+            return RangeResult(kvs=kvs, rev=cur_rev, count=0)
+        index = self.index
+        limit = 0 if opts.count_only else (opts.limit if opts.limit > 0 else -1)
+        count = 0
+        for k in self.keys.irange(*b):
+            kv = index[k].live_at(rev)
+            if kv is None:
+                continue
+            count += 1
+            if limit < 0 or len(kvs) < limit:
+                kvs.append(kv)
+        return RangeResult(kvs=kvs, rev=cur_rev, count=count)
+
+    # -- writes --------------------------------------------------------------------------
+
+    def write(self) -> StoreTxnWrite:
+        return StoreTxnWrite(self)
+
+    def commit(self, begin_rev: int, changes: list[KeyValue]) -> None:
+        """Publish a write transaction's ``changes`` (all at ``begin_rev + 1``): bump the
+        revision, log the keys, hand the events to the watchers."""
+        rev = begin_rev + 1
+        self._rev = rev
+        if len(changes) == 1:
+            self.log.append(changes[0].key)
+        else:
+            self.log.append(tuple(kv.key for kv in changes))
+        if self.watchers:
+            index = self.index
+            events = [
+                Event(
+                    type=EventType.DELETE if kv.version == 0 else EventType.PUT,
+                    kv=kv,
+                    # etcd fills prev_kv with the key read at rev - 1.
+                    prev_kv=index[kv.key].live_at(begin_rev),
+                )
+                for kv in changes
+            ]
+            self.watchers.notify(rev, events)
+
+    def compact(self, rev: int) -> None:
+        if rev <= self._compact_rev:
+            raise CompactedError(self._compact_rev)
+        if rev > self._rev:
+            raise FutureRevError()
+        compact_store(self, self._compact_rev, rev)
+        self._compact_rev = rev
+
+    # -- watch ---------------------------------------------------------------------------
+
+    def watch(
+        self,
+        key: bytes,
+        end: bytes | None,
+        start_rev: int,
+        callback: Callable[[list[Event]], None],
+        on_compacted: Callable[[int], None] | None = None,
+    ) -> tuple[int, list[Event]]:
+        """``KV.watch``. ``on_compacted`` (an extension) is called with the compacted
+        revision, and the watcher cancelled, if a ``restore`` jumps past events the watcher
+        has not seen and that the restored state no longer holds."""
+        # etcd's chooseAll: a watcher is compacted when minRev < compactRev.
+        if 0 < start_rev < self._compact_rev:
+            raise CompactedError(self._compact_rev)
+        if start_rev <= 0:
+            events: list[Event] = []
+            next_rev = self._rev + 1
+        else:
+            events = history(self, key, end, start_rev)
+            next_rev = max(start_rev, self._rev + 1)
+        return self.watchers.add(key, end, next_rev, callback, on_compacted), events
+
+    def cancel_watch(self, watcher_id: int) -> None:
+        self.watchers.cancel(watcher_id)
+
+    # -- integrity and snapshots ---------------------------------------------------------
+
+    def hash_kv(self, rev: int = 0) -> tuple[int, int, int]:
+        """CRC-32 over every kept version with mod_revision <= ``rev``, in key then revision
+        order. Errors as etcd's ``HashByRev`` (there ``rev == compact_rev`` is compacted)."""
+        if 0 < rev <= self._compact_rev:
+            raise CompactedError(self._compact_rev)
+        if rev > self._rev:
+            raise FutureRevError()
+        if rev <= 0:
+            rev = self._rev
+        pack = _HASH_FIELDS.pack
+        crc = zlib.crc32
+        h = crc(b"mvcc-kv")
+        index = self.index
+        for k in self.keys:
+            for kv in index[k].revs:
+                if kv.mod_revision > rev:
+                    break
+                h = crc(
+                    pack(len(k), kv.mod_revision, kv.create_revision, kv.version, kv.lease,
+                         len(kv.value)),
+                    h,
+                )
+                h = crc(k, h)
+                h = crc(kv.value, h)
+        return h, self._compact_rev, self._rev
+
+    def version_count(self) -> int:
+        """Versions kept (tombstones included): what compaction frees."""
+        return sum(len(ki.revs) for ki in self.index.values())
+
+    def key_count(self) -> int:
+        """Keys live at the current revision."""
+        return sum(1 for ki in self.index.values() if ki.latest_live() is not None)
+
+    def snapshot(self) -> bytes:
+        """Deterministic msgpack: maps in a fixed insertion order, keys sorted, leases by id.
+        Two stores with the same history give the same bytes."""
+        index = self.index
+        state: dict[str, Any] = {
+            "format": SNAPSHOT_FORMAT,
+            "rev": self._rev,
+            "compact_rev": self._compact_rev,
+            "kvs": [
+                [k, [[kv.mod_revision, kv.create_revision, kv.version, kv.value, kv.lease]
+                     for kv in index[k].revs]]
+                for k in self.keys
+            ],
+            "log_start": self.log_start,
+            "log": [
+                [] if e is None else [e] if isinstance(e, bytes) else list(e) for e in self.log
+            ],
+            "leases": self.lessor.dump(),
+        }
+        data: bytes = msgpack.packb(state, use_bin_type=True)
+        return data
+
+    def restore(self, data: bytes) -> None:
+        state = msgpack.unpackb(data, raw=False, use_list=True)
+        if not isinstance(state, dict) or state.get("format") != SNAPSHOT_FORMAT:
+            raise ValueError("mvcc: unknown snapshot format")
+        index: dict[bytes, KeyIndex] = {}
+        for key, versions in state["kvs"]:
+            ki = KeyIndex()
+            for mod, create, version, value, lease in versions:
+                ki.revs.append(
+                    KeyValue(
+                        key=key, create_revision=create, mod_revision=mod, version=version,
+                        value=value, lease=lease,
+                    )
+                )
+            index[key] = ki
+        self.index = index
+        self.keys = SortedKeys(sorted(index))
+        self._rev = int(state["rev"])
+        self._compact_rev = int(state["compact_rev"])
+        self.log_start = int(state["log_start"])
+        self.log = [
+            None if not e else e[0] if len(e) == 1 else tuple(e) for e in state["log"]
+        ]
+        self.lessor.load(state["leases"])
+        self.watchers.after_restore(self)

@@ -1,0 +1,149 @@
+"""Watchers and event history (etcd's ``watchable_store.go``), minus the goroutines.
+
+Every call into the store happens under the owner's lock, so a watcher is registered and its
+history read in one step: nothing can commit in between, and the live callbacks start exactly
+at the revision after the last one history covered. No gap, no duplicate, no sync loop.
+
+History is not a second copy of the data: ``store.log`` names the keys changed at each kept
+revision and the key index holds the versions, from which the events are rebuilt on demand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import structlog
+
+from raftstore.mvcc.keyrange import bounds, in_range
+from raftstore.mvcc.types import Event, EventType, KeyValue
+
+if TYPE_CHECKING:
+    from raftstore.mvcc.kvstore import KVStore
+
+_log = structlog.get_logger(__name__)
+
+
+@dataclass(slots=True, kw_only=True)
+class _Watcher:
+    key: bytes
+    end: bytes | None
+    next_rev: int  # the lowest revision this watcher has not been sent yet
+    callback: Callable[[list[Event]], None]
+    on_compacted: Callable[[int], None] | None
+
+
+def _event(kv: KeyValue, prev: KeyValue | None) -> Event:
+    return Event(
+        type=EventType.DELETE if kv.version == 0 else EventType.PUT, kv=kv, prev_kv=prev
+    )
+
+
+def events_at(store: KVStore, rev: int, key: bytes, end: bytes | None) -> list[Event]:
+    """The events of revision ``rev`` in [key, end), in the order the transaction made
+    them. ``prev_kv`` is the key as read at ``rev - 1`` (None when it did not exist or that
+    version was compacted away), as etcd's watch server fills it."""
+    i = rev - store.log_start
+    if i < 0 or i >= len(store.log):
+        return []
+    entry = store.log[i]
+    if entry is None:
+        return []
+    index = store.index
+    if isinstance(entry, bytes):
+        if not in_range(entry, key, end):
+            return []
+        ki = index[entry]
+        return [_event(kv, ki.live_at(rev - 1)) for kv in ki.at(rev)]
+    out: list[Event] = []
+    seen: dict[bytes, int] = {}  # a key written twice in one txn: n-th mention, n-th version
+    for k in entry:
+        if not in_range(k, key, end):
+            continue
+        n = seen.get(k, 0)
+        seen[k] = n + 1
+        ki = index[k]
+        versions = ki.at(rev)
+        if n < len(versions):
+            out.append(_event(versions[n], ki.live_at(rev - 1)))
+    return out
+
+
+def history(store: KVStore, key: bytes, end: bytes | None, start_rev: int) -> list[Event]:
+    """Every kept event in [key, end) with revision >= ``start_rev``, in revision order."""
+    if bounds(key, end) is None:
+        return []
+    out: list[Event] = []
+    for r in range(max(start_rev, store.log_start), store.rev + 1):
+        out.extend(events_at(store, r, key, end))
+    return out
+
+
+class WatcherGroup:
+    """Registered watchers by id (ids increase from 1 and are never reused)."""
+
+    __slots__ = ("_watchers", "_next_id")
+
+    def __init__(self) -> None:
+        self._watchers: dict[int, _Watcher] = {}
+        self._next_id = 1
+
+    def __len__(self) -> int:
+        return len(self._watchers)
+
+    def add(
+        self,
+        key: bytes,
+        end: bytes | None,
+        next_rev: int,
+        callback: Callable[[list[Event]], None],
+        on_compacted: Callable[[int], None] | None,
+    ) -> int:
+        wid = self._next_id
+        self._next_id += 1
+        self._watchers[wid] = _Watcher(
+            key=key, end=end, next_rev=next_rev, callback=callback, on_compacted=on_compacted
+        )
+        return wid
+
+    def cancel(self, wid: int) -> None:
+        self._watchers.pop(wid, None)
+
+    def _deliver(self, wid: int, w: _Watcher, events: list[Event]) -> None:
+        try:
+            w.callback(events)
+        except Exception:
+            # A failing consumer must not break the writer (every member applies the same
+            # commands): drop the watcher; its client sees the watch end.
+            _log.exception("mvcc.watch_callback_failed", watcher_id=wid)
+            self._watchers.pop(wid, None)
+
+    def notify(self, rev: int, events: list[Event]) -> None:
+        """Hand one committed revision's events to every watcher that is due for it."""
+        for wid, w in list(self._watchers.items()):
+            if rev < w.next_rev:  # started in the future
+                continue
+            w.next_rev = rev + 1
+            mine = [e for e in events if in_range(e.kv.key, w.key, w.end)]
+            if mine:
+                self._deliver(wid, w, mine)
+
+    def after_restore(self, store: KVStore) -> None:
+        """The state jumped to ``store.rev``: send each watcher what it missed, one call per
+        revision, or report compaction when the restored state no longer holds it."""
+        for wid, w in list(self._watchers.items()):
+            if w.next_rev > store.rev:
+                continue
+            if w.next_rev < store.compact_rev:
+                self._watchers.pop(wid, None)
+                if w.on_compacted is not None:
+                    w.on_compacted(store.compact_rev)
+                continue
+            for r in range(w.next_rev, store.rev + 1):
+                evs = events_at(store, r, w.key, w.end)
+                if evs:
+                    self._deliver(wid, w, evs)
+                    if wid not in self._watchers:
+                        break
+            w.next_rev = store.rev + 1
