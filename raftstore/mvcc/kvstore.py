@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgpack
 
@@ -42,6 +42,10 @@ from raftstore.mvcc.types import (
     RangeResult,
 )
 from raftstore.mvcc.watchable_store import WatcherGroup, history
+
+if TYPE_CHECKING:
+    from raftstore.mvcc.kv import KV, TxnWrite
+    from raftstore.mvcc.lease import Lessor
 
 SNAPSHOT_FORMAT: Final = 1
 _HASH_FIELDS: Final = struct.Struct(">QqqqqQ")
@@ -257,3 +261,9 @@ class KVStore:
         ]
         self.lessor.load(state["leases"])
         self.watchers.after_restore(self)
+
+
+if TYPE_CHECKING:  # mypy proves the classes satisfy the boundary Protocols
+
+    def _conforms(store: KVStore) -> tuple[KV, TxnWrite, Lessor]:
+        return store, store.write(), store.lessor
