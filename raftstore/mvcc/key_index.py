@@ -59,8 +59,10 @@ class KeyIndex:
 
     __slots__ = ("revs",)
 
-    def __init__(self) -> None:
-        self.revs: list[KeyValue] = []
+    def __init__(self, first: KeyValue | None = None) -> None:
+        # Created with its first version: a one-element list literal is allocated exactly,
+        # where appending to an empty list reserves four slots (most keys keep one version).
+        self.revs: list[KeyValue] = [first] if first is not None else []
 
     def latest_live(self) -> KeyValue | None:
         """The key's current version, None when deleted."""

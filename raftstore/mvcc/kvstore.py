@@ -243,13 +243,13 @@ class KVStore:
         index: dict[bytes, KeyIndex] = {}
         for key, versions in state["kvs"]:
             ki = KeyIndex()
-            for mod, create, version, value, lease in versions:
-                ki.revs.append(
-                    KeyValue(
-                        key=key, create_revision=create, mod_revision=mod, version=version,
-                        value=value, lease=lease,
-                    )
+            ki.revs = [
+                KeyValue(
+                    key=key, create_revision=create, mod_revision=mod, version=version,
+                    value=value, lease=lease,
                 )
+                for mod, create, version, value, lease in versions
+            ]
             index[key] = ki
         self.index = index
         self.keys = SortedKeys(sorted(index))

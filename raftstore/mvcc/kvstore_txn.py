@@ -58,9 +58,6 @@ class StoreTxnWrite:
         ki = store.index.get(key)
         created = ki is None
         if ki is None:
-            ki = KeyIndex()
-            store.index[key] = ki
-            store.keys.add(key)
             prev = None
         else:
             key = ki.revs[-1].key  # share one bytes object across the key's versions
@@ -77,7 +74,11 @@ class StoreTxnWrite:
                 version=prev.version + 1, value=value, lease=lease,
             )
             old_lease = prev.lease
-        ki.append(kv)
+        if ki is None:
+            store.index[key] = KeyIndex(kv)
+            store.keys.add(key)
+        else:
+            ki.append(kv)
         if old_lease != lease:
             if old_lease:
                 lessor.detach(old_lease, key)
