@@ -45,7 +45,10 @@ class LessorImpl:
         return lease
 
     def grant(self, lease_id: int, ttl: int, now: float) -> int:
-        """Raises LeaseExistsError, LeaseTTLTooLargeError (ttl > MAX_LEASE_TTL)."""
+        """Raises LeaseExistsError, LeaseTTLTooLargeError (ttl > MAX_LEASE_TTL), and, as
+        etcd does for the reserved id 0 (no lease), LeaseNotFoundError."""
+        if lease_id == 0:
+            raise LeaseNotFoundError()
         if lease_id in self._leases:
             raise LeaseExistsError()
         if ttl > MAX_LEASE_TTL:

@@ -194,3 +194,17 @@ def test_hash_kv_equal_on_same_history_and_errors() -> None:
         a.hash_kv(10)
     with pytest.raises(FutureRevError):
         a.hash_kv(a.rev + 1)
+
+
+def test_compaction_dropping_most_keys_rebuilds_key_order() -> None:
+    s = KVStore()
+    for i in range(1500):
+        put(s, b"k%04d" % i, b"v")
+    t = s.write()
+    t.delete_range(b"k0000", b"k1000")
+    t.end()
+    s.compact(s.rev)
+    assert len(s.keys) == len(s.index) == 500
+    assert keys(s, b"k", b"l") == [b"k%04d" % i for i in range(1000, 1500)]
+    put(s, b"k0001", b"again")
+    assert keys(s, b"k0000", b"k1001") == [b"k0001", b"k1000"]

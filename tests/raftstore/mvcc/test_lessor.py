@@ -101,3 +101,9 @@ def test_keepalive_ttl_expired_promote() -> None:
     for op in (lambda: le.keepalive(9, 0.0), lambda: le.time_to_live(9, 0.0)):
         with pytest.raises(LeaseNotFoundError):
             op()
+
+
+def test_lease_id_zero_is_reserved() -> None:
+    s = KVStore()
+    with pytest.raises(LeaseNotFoundError):
+        s.lessor.grant(0, 10, now=0.0)
