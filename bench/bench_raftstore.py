@@ -1,0 +1,416 @@
+"""Benchmark: a 3-member raftstore against a 3-member etcd, on this machine, in one run.
+
+    python bench/bench_raftstore.py --out bench-results.json          # about 10 minutes
+    python bench/bench_raftstore.py --quick --out /tmp/quick.json     # about 4 minutes
+
+Series (each on a fresh cluster, started through raftstore.launcher, loopback only):
+
+  raftstore (durable)            fsync before acknowledging, the default
+  raftstore (--unsafe-no-fsync)  no fsync: what the Python code costs without the disk
+  etcd (durable)                 Debian's etcd 3.4, which always fsyncs
+
+Figures: ``etcdctl check perf`` (writes/s, slowest request, stddev); put latency p50/p99 at
+1 and 64 concurrent clients; linearizable range throughput; watch events delivered per
+second to 100 watchers; RSS summed over the members after loading 1 KiB keys.
+
+The client runs on the same machine as the members (a single asyncio process, grpc.aio):
+with few cores it competes with them for CPU, which caps the highest figures for both
+systems. Every loop is bounded in count and in time. Nothing here is asserted; it prints a
+table and writes JSON (``--out``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import grpc  # noqa: E402
+
+from raftstore.api.pb import rpc_pb2, rpc_pb2_grpc  # noqa: E402
+from raftstore.launcher import Cluster, EtcdCluster, RaftstoreCluster  # noqa: E402
+from raftstore.testing import etcdctl  # noqa: E402
+from raftstore.testing.client import prefix_end  # noqa: E402
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan:
+    perf_load: str
+    put_total: dict[int, int]  # concurrency -> number of puts
+    put_seconds: float
+    range_total: int
+    range_seconds: float
+    watchers: int
+    watch_events: int
+    watch_seconds: float
+    rss_keys: int
+    rss_seconds: float
+
+
+FULL = Plan(perf_load="m", put_total={1: 2000, 64: 20000}, put_seconds=30,
+            range_total=50000, range_seconds=20, watchers=100, watch_events=2000,
+            watch_seconds=60, rss_keys=100_000, rss_seconds=300)
+QUICK = Plan(perf_load="s", put_total={1: 300, 64: 3000}, put_seconds=15,
+             range_total=10000, range_seconds=10, watchers=100, watch_events=300,
+             watch_seconds=30, rss_keys=10_000, rss_seconds=90)
+
+
+# -- check perf -----------------------------------------------------------------------------
+
+
+def check_perf(cluster: Cluster, load: str) -> dict[str, Any]:
+    res = etcdctl.run(cluster.endpoints, "check", "perf", f"--load={load}", timeout=240)
+    text = res.stdout + "\n" + res.stderr
+    out: dict[str, Any] = {"load": load, "rc": res.rc,
+                           "verdict": "PASS" if re.search(r"^PASS$", text, re.M) else "FAIL"}
+    if m := re.search(r"(\d+) writes/s", text):
+        out["writes_per_s"] = int(m.group(1))
+    if m := re.search(r"Slowest request took(?: too long:)? ([0-9.]+)s", text):
+        out["slowest_s"] = float(m.group(1))
+    if m := re.search(r"Stddev (?:is|too high:) ([0-9.]+)s", text):
+        out["stddev_s"] = float(m.group(1))
+    if "writes_per_s" not in out:
+        out["error"] = text.strip()[-500:]
+    return out
+
+
+# -- gRPC load --------------------------------------------------------------------------------
+
+
+class Channels:
+    """A few aio channels per member; client ``i`` uses ``stub(i)`` (round-robin)."""
+
+    def __init__(self, endpoints: list[str], per_endpoint: int = 2) -> None:
+        self.channels = [grpc.aio.insecure_channel(ep) for ep in endpoints
+                         for _ in range(per_endpoint)]
+        self.kv = [rpc_pb2_grpc.KVStub(c) for c in self.channels]
+        self.watch = [rpc_pb2_grpc.WatchStub(c) for c in self.channels]
+
+    async def close(self) -> None:
+        for c in self.channels:
+            await c.close()
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    idx = min(len(sorted_values) - 1, max(0, round(q * (len(sorted_values) - 1))))
+    return sorted_values[idx]
+
+
+async def run_clients(concurrency: int, total: int, seconds: float,
+                      op: Callable[[int, int], Awaitable[None]]) -> dict[str, Any]:
+    """``concurrency`` workers share ``total`` operations, stopping early after ``seconds``.
+    Returns count, errors, elapsed, ops/s and latency percentiles (ms)."""
+    latencies: list[float] = []
+    errors = 0
+    next_op = 0
+    deadline = time.monotonic() + seconds
+
+    async def worker(w: int) -> None:
+        nonlocal next_op, errors
+        while next_op < total and time.monotonic() < deadline:
+            n = next_op
+            next_op += 1
+            t0 = time.perf_counter()
+            try:
+                await op(w, n)
+            except grpc.aio.AioRpcError:
+                errors += 1
+                continue
+            latencies.append(time.perf_counter() - t0)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker(w) for w in range(concurrency)))
+    elapsed = time.perf_counter() - start
+    latencies.sort()
+    return {
+        "concurrency": concurrency,
+        "count": len(latencies),
+        "errors": errors,
+        "elapsed_s": round(elapsed, 3),
+        "ops_per_s": round(len(latencies) / elapsed, 1) if elapsed else 0.0,
+        "p50_ms": round(percentile(latencies, 0.50) * 1000, 3),
+        "p99_ms": round(percentile(latencies, 0.99) * 1000, 3),
+        "mean_ms": round(statistics.fmean(latencies) * 1000, 3) if latencies else None,
+    }
+
+
+async def put_latency(ch: Channels, concurrency: int, total: int,
+                      seconds: float) -> dict[str, Any]:
+    value = b"x" * 256
+
+    async def op(w: int, n: int) -> None:
+        key = f"/bench/put/c{concurrency}/{n:08d}".encode()
+        await ch.kv[w % len(ch.kv)].Put(rpc_pb2.PutRequest(key=key, value=value), timeout=10)
+
+    return await run_clients(concurrency, total, seconds, op)
+
+
+async def range_throughput(ch: Channels, concurrency: int, total: int,
+                           seconds: float) -> dict[str, Any]:
+    await ch.kv[0].Put(rpc_pb2.PutRequest(key=b"/bench/range/k", value=b"v" * 256), timeout=10)
+
+    async def op(w: int, n: int) -> None:
+        await ch.kv[w % len(ch.kv)].Range(rpc_pb2.RangeRequest(key=b"/bench/range/k"),
+                                          timeout=10)
+
+    out = await run_clients(concurrency, total, seconds, op)
+    out["linearizable"] = True
+    return out
+
+
+async def watch_fanout(ch: Channels, watchers: int, events: int,
+                       seconds: float) -> dict[str, Any]:
+    prefix = b"/bench/watch/"
+    head = await ch.kv[0].Range(rpc_pb2.RangeRequest(key=b"/bench/none"), timeout=10)
+    start_rev = head.header.revision + 1
+    received = [0] * watchers
+    calls = []
+    created = 0
+    for i in range(watchers):
+        call = ch.watch[i % len(ch.watch)].Watch()
+        await call.write(rpc_pb2.WatchRequest(create_request=rpc_pb2.WatchCreateRequest(
+            key=prefix, range_end=prefix_end(prefix), start_revision=start_rev)))
+        calls.append(call)
+    for i, call in enumerate(calls):  # every watch is created before the first write
+        resp = await asyncio.wait_for(call.read(), 10)
+        created += int(resp.created)
+        received[i] += len(resp.events)
+
+    async def drain(i: int) -> None:
+        call = calls[i]
+        while received[i] < events:
+            resp = await call.read()
+            if resp is grpc.aio.EOF:
+                return
+            received[i] += len(resp.events)
+
+    t0 = time.perf_counter()
+    drains = [asyncio.ensure_future(drain(i)) for i in range(watchers)]
+
+    async def op(w: int, n: int) -> None:
+        await ch.kv[w % len(ch.kv)].Put(
+            rpc_pb2.PutRequest(key=prefix + f"{n:06d}".encode(), value=b"e" * 128), timeout=10)
+
+    writes = await run_clients(8, events, seconds, op)
+    remaining = max(1.0, seconds - (time.perf_counter() - t0))
+    _done, pending = await asyncio.wait(drains, timeout=remaining)
+    elapsed = time.perf_counter() - t0
+    for task in pending:
+        task.cancel()
+    for call in calls:
+        call.cancel()
+    delivered = sum(received)
+    return {
+        "watchers": watchers,
+        "created": created,
+        "events_written": writes["count"],
+        "events_delivered": delivered,
+        "complete_watchers": sum(1 for r in received if r >= writes["count"]),
+        "elapsed_s": round(elapsed, 3),
+        "delivered_per_s": round(delivered / elapsed, 1),
+    }
+
+
+async def load_keys(ch: Channels, n: int, seconds: float) -> dict[str, Any]:
+    value = b"k" * 1024
+
+    async def op(w: int, i: int) -> None:
+        await ch.kv[w % len(ch.kv)].Put(
+            rpc_pb2.PutRequest(key=f"/bench/rss/{i:07d}".encode(), value=value), timeout=20)
+
+    return await run_clients(64, n, seconds, op)
+
+
+# -- one series -------------------------------------------------------------------------------
+
+
+async def grpc_phases(cluster: Cluster, plan: Plan, log: Callable[[str], None]) -> dict[str, Any]:
+    ch = Channels(cluster.endpoints)
+    out: dict[str, Any] = {}
+    try:
+        for c, total in sorted(plan.put_total.items()):
+            log(f"put latency, {c} client(s), up to {total} puts / {plan.put_seconds:.0f}s")
+            out[f"put_c{c}"] = await put_latency(ch, c, total, plan.put_seconds)
+        log(f"linearizable range, 64 clients, up to {plan.range_total}")
+        out["range_c64"] = await range_throughput(ch, 64, plan.range_total, plan.range_seconds)
+        log(f"watch, {plan.watchers} watchers, {plan.watch_events} events")
+        out["watch"] = await watch_fanout(ch, plan.watchers, plan.watch_events,
+                                          plan.watch_seconds)
+        out["rss_idle_bytes"] = cluster.rss_bytes()
+        log(f"loading {plan.rss_keys} keys of 1 KiB (64 clients, at most {plan.rss_seconds:.0f}s)")
+        load = await load_keys(ch, plan.rss_keys, plan.rss_seconds)
+        await asyncio.sleep(2)
+        out["load_1k"] = load
+        out["rss_loaded_bytes"] = cluster.rss_bytes()
+        out["rss_keys"] = load["count"]
+    finally:
+        await ch.close()
+    return out
+
+
+def run_series(label: str, cluster: Cluster, plan: Plan, skip_perf: bool) -> dict[str, Any]:
+    def log(msg: str) -> None:
+        print(f"  [{label}] {msg}", file=sys.stderr, flush=True)
+
+    result: dict[str, Any] = {"label": label, "kind": cluster.kind,
+                              "durability": cluster.durability}
+    log("starting 3 members")
+    cluster.start(timeout=60)
+    try:
+        if not skip_perf:
+            log(f"etcdctl check perf --load={plan.perf_load} (60 s)")
+            result["check_perf"] = check_perf(cluster, plan.perf_load)
+        result.update(asyncio.run(grpc_phases(cluster, plan, log)))
+    except Exception as exc:  # noqa: BLE001 - report the series as failed, keep the others
+        result["error"] = f"{type(exc).__name__}: {exc}"
+        log(f"failed: {result['error']}")
+    finally:
+        cluster.stop()
+    return result
+
+
+# -- report -----------------------------------------------------------------------------------
+
+
+METRICS: list[tuple[str, Callable[[dict[str, Any]], Any], str]] = [
+    ("check perf writes/s", lambda r: r["check_perf"]["writes_per_s"], "higher"),
+    ("check perf slowest (s)", lambda r: r["check_perf"]["slowest_s"], "lower"),
+    ("check perf stddev (s)", lambda r: r["check_perf"]["stddev_s"], "lower"),
+    ("put p50 ms, 1 client", lambda r: r["put_c1"]["p50_ms"], "lower"),
+    ("put p99 ms, 1 client", lambda r: r["put_c1"]["p99_ms"], "lower"),
+    ("put p50 ms, 64 clients", lambda r: r["put_c64"]["p50_ms"], "lower"),
+    ("put p99 ms, 64 clients", lambda r: r["put_c64"]["p99_ms"], "lower"),
+    ("put/s, 64 clients", lambda r: r["put_c64"]["ops_per_s"], "higher"),
+    ("linearizable range/s, 64 clients", lambda r: r["range_c64"]["ops_per_s"], "higher"),
+    ("watch events/s, 100 watchers", lambda r: r["watch"]["delivered_per_s"], "higher"),
+    ("RSS MiB idle (3 members)", lambda r: round(r["rss_idle_bytes"] / 2**20, 1), "lower"),
+    ("RSS MiB after 1 KiB keys", lambda r: round(r["rss_loaded_bytes"] / 2**20, 1), "lower"),
+    ("keys loaded for RSS", lambda r: r["rss_keys"], ""),
+    ("1 KiB puts/s while loading", lambda r: r["load_1k"]["ops_per_s"], "higher"),
+]
+
+
+def metric(series: dict[str, Any], get: Callable[[dict[str, Any]], Any]) -> Any:
+    try:
+        return get(series)
+    except (KeyError, TypeError):
+        return None
+
+
+def report(results: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    etcd = next((r for r in results if r["kind"] == "etcd"), None)
+    others = [r for r in results if r is not etcd]
+    header = ["metric", *(r["label"] for r in results),
+              *(f"{r['label']} / etcd" for r in others if etcd)]
+    rows = [header]
+    ratios: dict[str, dict[str, float | None]] = {}
+    for name, get, _better in METRICS:
+        row = [name]
+        for r in results:
+            v = metric(r, get)
+            row.append("-" if v is None else f"{v:g}" if isinstance(v, float) else str(v))
+        if etcd is not None:
+            base = metric(etcd, get)
+            for r in others:
+                v = metric(r, get)
+                ratio = (v / base) if isinstance(v, int | float) and base else None
+                ratios.setdefault(r["label"], {})[name] = (
+                    round(ratio, 3) if ratio is not None else None)
+                row.append("-" if ratio is None else f"{ratio:.2f}x")
+        rows.append(row)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
+                       for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
+             for row in rows]
+    lines.insert(1, "-" * len(lines[0]))
+    return "\n".join(lines), ratios
+
+
+def machine() -> dict[str, Any]:
+    etcd_version = subprocess.run([EtcdCluster.available() and "/usr/bin/etcd" or "true",
+                                   "--version"], capture_output=True, text=True).stdout
+    return {
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "etcd": etcd_version.splitlines()[0] if etcd_version else None,
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", help="write the results as JSON here")
+    parser.add_argument("--quick", action="store_true",
+                        help="check perf --load=s and smaller counts (about 4 minutes)")
+    parser.add_argument("--only", choices=["raftstore", "raftstore-nofsync", "etcd"],
+                        action="append", help="run only these series (repeatable)")
+    parser.add_argument("--skip-perf", action="store_true", help="skip etcdctl check perf")
+    parser.add_argument("--base-dir", help="data dirs and member logs (default: a temp dir)")
+    parser.add_argument("--keep", action="store_true", help="keep the base dir afterwards")
+    args = parser.parse_args(argv)
+    plan = QUICK if args.quick else FULL
+
+    base = Path(args.base_dir or tempfile.mkdtemp(prefix="raftstore-bench-"))
+    wanted = args.only or ["raftstore", "raftstore-nofsync", "etcd"]
+    series: list[tuple[str, Callable[[], Cluster]]] = []
+    if "raftstore" in wanted:
+        series.append(("raftstore (durable)", lambda: RaftstoreCluster(base / "rs", nodes=3)))
+    if "raftstore-nofsync" in wanted:
+        series.append(("raftstore (--unsafe-no-fsync)",
+                       lambda: RaftstoreCluster(base / "rs-nofsync", nodes=3,
+                                                unsafe_no_fsync=True)))
+    if "etcd" in wanted:
+        if EtcdCluster.available():
+            series.append(("etcd 3.4 (durable)", lambda: EtcdCluster(base / "etcd", nodes=3)))
+        else:
+            print("etcd is not installed: skipping the etcd series", file=sys.stderr)
+
+    print(f"benchmark ({'quick' if args.quick else 'full'}), data under {base}", file=sys.stderr)
+    results = []
+    for label, make in series:
+        print(f"series: {label}", file=sys.stderr, flush=True)
+        results.append(run_series(label, make(), plan, args.skip_perf))
+
+    table, ratios = report(results)
+    print()
+    print(table)
+    for r in results:
+        if "error" in r:
+            print(f"{r['label']}: FAILED: {r['error']}")
+        cp = r.get("check_perf")
+        if cp and "error" in cp:
+            print(f"{r['label']}: check perf: {cp['error'][-200:]}")
+    doc = {"machine": machine(), "plan": vars_plan(plan),
+           "series": results, "ratios_vs_etcd": ratios}
+    if args.out:
+        Path(args.out).write_text(json.dumps(doc, indent=2) + "\n")
+        print(f"\nwrote {args.out}")
+    if not args.keep and not args.base_dir:
+        shutil.rmtree(base, ignore_errors=True)
+    return 0 if all("error" not in r for r in results) else 1
+
+
+def vars_plan(plan: Plan) -> dict[str, Any]:
+    return {f: getattr(plan, f) for f in plan.__dataclass_fields__}
+
+
+if __name__ == "__main__":
+    sys.exit(main())
