@@ -99,6 +99,13 @@ class Session:
             )
         return res
 
+    def setup(self, *args: str) -> None:
+        """A step whose output is not compared but which must succeed."""
+        res = self.run(*args, record=False)
+        if res.rc != 0:
+            pytest.fail(f"[{self.system}] setup step etcdctl {' '.join(args)} failed: "
+                        f"{self.norm_err(res.stderr)}")
+
     def note(self, label: str, value: object) -> None:
         """Record a value the scenario computed itself (polling results and the like)."""
         self.transcript.append((label, 0, json.dumps(value, sort_keys=True), ""))
@@ -280,7 +287,7 @@ def test_prefix_range_limit_sort(diff: Callable[[Scenario], None]) -> None:
     def scenario(s: Session) -> None:
         for name, value in [("b", "2"), ("a", "3"), ("d", "1"), ("c", "5"), ("e", "4"),
                             ("a", "33"), ("c", "55"), ("c", "555")]:
-            s.run("put", s.k(name), value, record=False)
+            s.setup("put", s.k(name), value)
         s.run("put", s.k("") + "x/nested", "n")
         s.run("put", s.prefix.rstrip("/") + "0", "sibling, not under the prefix")
         s.run("get", s.k(), "--prefix")
@@ -323,7 +330,7 @@ def test_revisions(diff: Callable[[Scenario], None]) -> None:
 def test_delete(diff: Callable[[Scenario], None]) -> None:
     def scenario(s: Session) -> None:
         for name in ("a", "b", "c", "d", "e", "f/1", "f/2"):
-            s.run("put", s.k(name), f"val-{name}", record=False)
+            s.setup("put", s.k(name), f"val-{name}")
         s.run("del", s.k("a"))
         s.run("del", s.k("a"))
         s.run("del", s.k("b"), "--prev-kv")
@@ -407,9 +414,9 @@ def test_watch(diff: Callable[[Scenario], None]) -> None:
         def live() -> None:
             nonlocal n
             n += 1
-            s.run("put", s.k("b"), f"live{n}", record=False)
-            s.run("del", s.k("c/x"), record=False)
-            s.run("put", s.k("c/x"), f"back{n}", record=False)
+            s.setup("put", s.k("b"), f"live{n}")
+            s.setup("del", s.k("c/x"))
+            s.setup("put", s.k("c/x"), f"back{n}")
 
         _watch(s, "--rev", s.rev(1), s.k(), "--prefix", writes=live)
         _watch(s, "--rev", s.rev(1), s.k(), "--prefix", "--prev-kv", writes=live)
