@@ -55,14 +55,24 @@ def tombstone(key: bytes, rev: int) -> KeyValue:
 
 class KeyIndex:
     """All kept versions of one key, ascending by ``mod_revision``. Never empty while it is
-    in the store's index."""
+    in the store's index.
 
-    __slots__ = ("revs",)
+    ``epoch`` is the store's view epoch when this object was made: a ``KeyIndex`` older than
+    the store's current epoch may be held by a ``SnapshotView`` and must not change; the store
+    replaces it by a ``copy`` before writing (``KVStore.own_key_index``)."""
 
-    def __init__(self, first: KeyValue | None = None) -> None:
+    __slots__ = ("revs", "epoch")
+
+    def __init__(self, first: KeyValue | None = None, epoch: int = 0) -> None:
         # Created with its first version: a one-element list literal is allocated exactly,
         # where appending to an empty list reserves four slots (most keys keep one version).
         self.revs: list[KeyValue] = [first] if first is not None else []
+        self.epoch = epoch
+
+    def copy(self, epoch: int) -> KeyIndex:
+        ki = KeyIndex(epoch=epoch)
+        ki.revs = self.revs[:]  # exact size
+        return ki
 
     def latest_live(self) -> KeyValue | None:
         """The key's current version, None when deleted."""

@@ -13,16 +13,20 @@ State, and the invariants that hold between two calls:
 - After ``compact(c)`` no key keeps a version below its newest version at or below ``c``, and
   none keeps a tombstone at or below ``c``; ``log`` then names only keys whose version at
   ``c`` survived.
+- ``view_epoch`` counts ``snapshot_view`` calls. A ``KeyIndex`` whose ``epoch`` is older may be
+  held by a ``SnapshotView`` and is never changed in place: ``own_key_index`` swaps in a copy
+  first (the key chunks of ``keys`` and the lessor's key sets are copy-on-write the same way).
 
 Construct with ``KVStore()``: it owns its lessor as ``store.lessor``.
 """
 
 from __future__ import annotations
 
+import io
 import struct
 import zlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 import msgpack
 
@@ -31,6 +35,7 @@ from raftstore.mvcc.keyrange import bounds
 from raftstore.mvcc.kvstore_compaction import compact_store
 from raftstore.mvcc.kvstore_txn import StoreTxnWrite
 from raftstore.mvcc.lessor import LessorImpl
+from raftstore.mvcc.snapshot import SNAPSHOT_FORMAT, SnapshotView
 from raftstore.mvcc.sorted_keys import SortedKeys
 from raftstore.mvcc.types import (
     CompactedError,
@@ -47,7 +52,6 @@ if TYPE_CHECKING:
     from raftstore.mvcc.kv import KV, TxnWrite
     from raftstore.mvcc.lease import Lessor
 
-SNAPSHOT_FORMAT: Final = 1
 _HASH_FIELDS: Final = struct.Struct(">QqqqqQ")
 
 LogEntry = bytes | tuple[bytes, ...] | None
@@ -65,6 +69,9 @@ class KVStore:
         self.log_start = 2
         self.watchers = WatcherGroup()
         self.lessor = LessorImpl(self)
+        # Bumped by every snapshot_view: a KeyIndex with an older epoch may be shared with a
+        # view, so writes go to a copy (own_key_index).
+        self.view_epoch = 0
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -214,27 +221,49 @@ class KVStore:
         """Keys live at the current revision."""
         return sum(1 for ki in self.index.values() if ki.latest_live() is not None)
 
+    def own_key_index(self, key: bytes, ki: KeyIndex) -> KeyIndex:
+        """``ki`` (which is ``index[key]``) ready to be changed: itself when no snapshot view
+        can hold it, else a copy that replaces it in the index (copy-on-write). Every change to
+        a key's versions goes through here."""
+        if ki.epoch == self.view_epoch:
+            return ki
+        ki = ki.copy(self.view_epoch)
+        self.index[key] = ki
+        return ki
+
+    def snapshot_view(self) -> SnapshotView:
+        """A consistent capture of the whole state, cheap enough for the raft thread: shallow
+        copies of the index dict (key -> KeyIndex), of the sorted keys' chunk list, of the log
+        and of the lease table; a few ms for 100,000 keys. What those copies point to (KeyIndex
+        objects, key chunks, lease key sets) is shared copy-on-write: the view epoch is bumped,
+        so the store copies each one before its next change (``own_key_index``, the lessor,
+        ``SortedKeys.share``). Later writes, compactions, lease changes and restores therefore
+        leave the view alone. ``view.write(f)`` streams the same bytes as ``snapshot`` from
+        any thread (see ``raftstore.mvcc.snapshot``)."""
+        view = self._capture(shared=True)
+        self.view_epoch += 1
+        return view
+
+    def _capture(self, shared: bool) -> SnapshotView:
+        return SnapshotView(
+            rev=self._rev,
+            compact_rev=self._compact_rev,
+            log_start=self.log_start,
+            key_chunks=self.keys.share() if shared else self.keys.chunks(),
+            key_count=len(self.keys),
+            index=self.index.copy(),
+            log=self.log[:],
+            leases=self.lessor.capture(),
+        )
+
     def snapshot(self) -> bytes:
         """Deterministic msgpack: maps in a fixed insertion order, keys sorted, leases by id.
-        Two stores with the same history give the same bytes."""
-        index = self.index
-        state: dict[str, Any] = {
-            "format": SNAPSHOT_FORMAT,
-            "rev": self._rev,
-            "compact_rev": self._compact_rev,
-            "kvs": [
-                [k, [[kv.mod_revision, kv.create_revision, kv.version, kv.value, kv.lease]
-                     for kv in index[k].revs]]
-                for k in self.keys
-            ],
-            "log_start": self.log_start,
-            "log": [
-                [] if e is None else [e] if isinstance(e, bytes) else list(e) for e in self.log
-            ],
-            "leases": self.lessor.dump(),
-        }
-        data: bytes = msgpack.packb(state, use_bin_type=True)
-        return data
+        Two stores with the same history give the same bytes. The same encoder as
+        ``snapshot_view().write``; the store must not change until this returns (it yields the
+        GIL between chunks), so the capture is not marked shared and costs no later copies."""
+        buf = io.BytesIO()
+        self._capture(shared=False).write(buf)
+        return buf.getvalue()
 
     def restore(self, data: bytes) -> None:
         state = msgpack.unpackb(data, raw=False, use_list=True)
@@ -242,7 +271,7 @@ class KVStore:
             raise ValueError("mvcc: unknown snapshot format")
         index: dict[bytes, KeyIndex] = {}
         for key, versions in state["kvs"]:
-            ki = KeyIndex()
+            ki = KeyIndex(epoch=self.view_epoch)
             ki.revs = [
                 KeyValue(
                     key=key, create_revision=create, mod_revision=mod, version=version,

@@ -34,6 +34,7 @@ def compact_store(store: KVStore, old: int, rev: int) -> None:
         ki = index.get(key)
         if ki is None:
             continue
+        ki = store.own_key_index(key, ki)
         ki.compact(rev)
         if not ki.revs:
             del index[key]

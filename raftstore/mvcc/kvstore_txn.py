@@ -75,10 +75,10 @@ class StoreTxnWrite:
             )
             old_lease = prev.lease
         if ki is None:
-            store.index[key] = KeyIndex(kv)
+            store.index[key] = KeyIndex(kv, store.view_epoch)
             store.keys.add(key)
         else:
-            ki.append(kv)
+            store.own_key_index(key, ki).append(kv)
         if old_lease != lease:
             if old_lease:
                 lessor.detach(old_lease, key)
@@ -107,7 +107,7 @@ class StoreTxnWrite:
         for ki in live:
             prev = ki.revs[-1]
             tomb = tombstone(prev.key, rev)
-            ki.append(tomb)
+            store.own_key_index(prev.key, ki).append(tomb)
             if prev.lease:
                 lessor.detach(prev.lease, prev.key)
             self._changes.append(tomb)
@@ -132,8 +132,7 @@ class StoreTxnWrite:
         store = self._store
         lessor = store.lessor
         for key, created, old_lease, new_lease in reversed(self._undo):
-            ki = store.index[key]
-            ki.revs.pop()
+            store.own_key_index(key, store.index[key]).revs.pop()
             if created:
                 del store.index[key]
                 store.keys.remove(key)

@@ -4,6 +4,10 @@ Replicated state is each lease's id, granted TTL and attached keys; the attachme
 equal to the ``lease`` field of each key's live version by the store's write transaction
 (put attaches and detaches, delete detaches). Deadlines are member-local monotonic seconds,
 reset on grant, keep-alive, promotion and restore.
+
+A lease's key set may be held by a snapshot view (``capture``): it is then copied before its
+next change, as the store does for key indexes (``_Lease.epoch`` against the store's
+``view_epoch``).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ class _Lease:
     ttl: int
     deadline: float
     keys: set[bytes] = field(default_factory=set)
+    epoch: int = 0  # the store's view epoch when ``keys`` was made
 
 
 class LessorImpl:
@@ -54,7 +59,8 @@ class LessorImpl:
         if ttl > MAX_LEASE_TTL:
             raise LeaseTTLTooLargeError()
         ttl = max(ttl, MIN_LEASE_TTL)
-        self._leases[lease_id] = _Lease(ttl=ttl, deadline=now + ttl)
+        self._leases[lease_id] = _Lease(ttl=ttl, deadline=now + ttl,
+                                        epoch=self._store.view_epoch)
         return ttl
 
     def revoke(self, lease_id: int) -> int:
@@ -93,13 +99,21 @@ class LessorImpl:
 
     # -- used by the store ---------------------------------------------------------------
 
+    def _own_keys(self, lease: _Lease) -> set[bytes]:
+        """``lease.keys`` ready to be changed (copied first if a view may hold it)."""
+        epoch = self._store.view_epoch
+        if lease.epoch != epoch:
+            lease.keys = set(lease.keys)
+            lease.epoch = epoch
+        return lease.keys
+
     def attach(self, lease_id: int, key: bytes) -> None:
-        self._leases[lease_id].keys.add(key)
+        self._own_keys(self._leases[lease_id]).add(key)
 
     def detach(self, lease_id: int, key: bytes) -> None:
         lease = self._leases.get(lease_id)
-        if lease is not None:
-            lease.keys.discard(key)
+        if lease is not None and key in lease.keys:
+            self._own_keys(lease).discard(key)
 
     def lease_of(self, key: bytes) -> int:
         """The lease the key's live version is attached to (0: none or no such key)."""
@@ -112,10 +126,19 @@ class LessorImpl:
         return [[lid, self._leases[lid].ttl, sorted(self._leases[lid].keys)]
                 for lid in sorted(self._leases)]
 
+    def capture(self) -> list[tuple[int, int, set[bytes]]]:
+        """What ``dump`` returns, as cheaply as possible for ``KVStore.snapshot_view``:
+        (id, ttl, attached keys unsorted) by id, sharing each key set (the caller bumps the
+        store's view epoch, so the sets are copied before they change). The snapshot writer
+        sorts the keys later, outside the store's thread."""
+        leases = self._leases
+        return [(lid, leases[lid].ttl, leases[lid].keys) for lid in sorted(leases)]
+
     def load(self, leases: list[list[Any]], now: float | None = None) -> None:
         """Replace the leases with a ``dump``; deadlines restart at now + TTL."""
         t = time.monotonic() if now is None else now
         self._leases = {
-            int(lid): _Lease(ttl=int(ttl), deadline=t + int(ttl), keys=set(keys))
+            int(lid): _Lease(ttl=int(ttl), deadline=t + int(ttl), keys=set(keys),
+                             epoch=self._store.view_epoch)
             for lid, ttl, keys in leases
         }

@@ -5,6 +5,10 @@ each chunk's maximum, the layout of the well-known "sorted list of lists": inser
 most one chunk's worth of pointers instead of the whole keyspace, and a range locates its first
 chunk by bisecting the maxima. Invariants: chunks are non-empty, every key of chunk ``i`` is
 smaller than every key of chunk ``i + 1``, ``_maxes[i] == _chunks[i][-1]``.
+
+``share`` hands out the chunks to a snapshot view without copying the keys: chunks are then
+copy-on-write (``_owned[i]`` is False while chunk ``i`` may be held by a view, and the chunk is
+replaced by a copy before its first change).
 """
 
 from __future__ import annotations
@@ -18,12 +22,13 @@ _LOAD: Final = 512
 
 
 class SortedKeys:
-    __slots__ = ("_chunks", "_maxes", "_len")
+    __slots__ = ("_chunks", "_maxes", "_len", "_owned")
 
     def __init__(self, keys: Iterable[bytes] = ()) -> None:
         self._chunks: list[list[bytes]] = []
         self._maxes: list[bytes] = []
         self._len = 0
+        self._owned: list[bool] = []
         self.reset(keys)
 
     def reset(self, keys: Iterable[bytes]) -> None:
@@ -32,6 +37,7 @@ class SortedKeys:
         self._chunks = [flat[i : i + _LOAD] for i in range(0, len(flat), _LOAD)]
         self._maxes = [c[-1] for c in self._chunks]
         self._len = len(flat)
+        self._owned = [True] * len(self._chunks)
 
     def __len__(self) -> int:
         return self._len
@@ -40,11 +46,30 @@ class SortedKeys:
         for chunk in self._chunks:
             yield from chunk
 
+    def chunks(self) -> list[list[bytes]]:
+        """The keys, ascending, as a list of chunks valid until the next change."""
+        return self._chunks[:]
+
+    def share(self) -> list[list[bytes]]:
+        """The keys, ascending, as a list of chunks that later changes leave alone (O(number
+        of chunks): every chunk becomes copy-on-write)."""
+        self._owned = [False] * len(self._chunks)
+        return self._chunks[:]
+
+    def _own(self, i: int) -> list[bytes]:
+        """Chunk ``i``, ready to be changed."""
+        chunk = self._chunks[i]
+        if not self._owned[i]:
+            chunk = self._chunks[i] = chunk[:]
+            self._owned[i] = True
+        return chunk
+
     def add(self, key: bytes) -> None:
         """Insert ``key``, which must not be present."""
         maxes = self._maxes
         if not maxes:
             self._chunks.append([key])
+            self._owned.append(True)
             maxes.append(key)
             self._len = 1
             return
@@ -52,14 +77,16 @@ class SortedKeys:
         if i == len(maxes):
             # Past the largest key: the common case for increasing keys, an append.
             i -= 1
-            self._chunks[i].append(key)
+            chunk = self._own(i)
+            chunk.append(key)
             maxes[i] = key
         else:
-            insort(self._chunks[i], key)
+            chunk = self._own(i)
+            insort(chunk, key)
         self._len += 1
-        chunk = self._chunks[i]
         if len(chunk) > 2 * _LOAD:
             self._chunks[i : i + 1] = [chunk[:_LOAD], chunk[_LOAD:]]
+            self._owned[i : i + 1] = [True, True]
             maxes[i : i + 1] = [chunk[_LOAD - 1], chunk[-1]]
 
     def remove(self, key: bytes) -> None:
@@ -69,10 +96,12 @@ class SortedKeys:
         j = bisect_left(chunk, key)
         if j == len(chunk) or chunk[j] != key:
             raise KeyError(key)
+        chunk = self._own(i)
         del chunk[j]
         self._len -= 1
         if not chunk:
             del self._chunks[i]
+            del self._owned[i]
             del self._maxes[i]
         else:
             self._maxes[i] = chunk[-1]

@@ -27,3 +27,24 @@ def test_random_inserts_removes_and_ranges() -> None:
         assert list(sk.irange(lo, None)) == sorted(k for k in ref if lo <= k)
     sk.reset(sorted(ref)[::2])
     assert list(sk) == sorted(ref)[::2]
+
+
+def test_share_is_copy_on_write() -> None:
+    rnd = random.Random(2)
+    sk = SortedKeys(b"%06d" % i for i in range(0, 6000, 2))
+    ref = set(sk)
+    shared: list[tuple[list[list[bytes]], list[bytes]]] = []
+    for step in range(6000):
+        if step % 500 == 0:
+            shared.append((sk.share(), sorted(ref)))
+        k = b"%06d" % rnd.randrange(6000)
+        if k in ref:
+            sk.remove(k)
+            ref.discard(k)
+        else:
+            sk.add(k)  # also splits chunks
+            ref.add(k)
+    assert list(sk) == sorted(ref)
+    assert list(sk.irange(b"", None)) == sorted(ref)
+    for chunks, want in shared:
+        assert [k for c in chunks for k in c] == want

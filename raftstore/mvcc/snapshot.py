@@ -1,0 +1,181 @@
+"""``SnapshotView``: a frozen capture of a ``KVStore``, serialised later, in chunks.
+
+Packing the whole store in one ``msgpack.packb`` call holds the GIL for as long as it takes
+(about a second for 100,000 keys of 1 KiB), which stalls every other thread, the raft thread
+among them. So a snapshot is taken in two steps:
+
+1. ``KVStore.snapshot_view()``, in the thread that owns the store (between two applies), makes
+   shallow copies only: the index dict (key -> ``KeyIndex``), the list of sorted-key chunks,
+   the revision log (its entries are bytes, tuples or None, replaced and never mutated in
+   place), the lease table (id, ttl, key set), and the revisions. What they point to is shared
+   copy-on-write: the store bumps its view epoch and copies a ``KeyIndex``
+   (``KVStore.own_key_index``), a key chunk (``SortedKeys``) or a lease's key set
+   (``LessorImpl``) captured before it, before changing it; versions are frozen ``KeyValue``
+   objects. Nothing the store does afterwards (writes, aborts, compaction, lease revokes, a
+   restore) reaches into what the view holds.
+2. ``SnapshotView.write(f)``, in any thread, streams the msgpack document with explicit map and
+   array headers, one batch of keys (or log entries, or lease keys) per ``Packer`` round, and
+   yields the GIL between batches. The bytes are exactly what one ``msgpack.packb`` of the
+   snapshot state would produce; ``KVStore.snapshot`` is this writer into a ``BytesIO``.
+
+Format (a map, keys in this order):
+
+    format       SNAPSHOT_FORMAT
+    rev          the store's revision
+    compact_rev  the last compacted revision
+    kvs          [[key, [[mod_revision, create_revision, version, value, lease], ...]], ...]
+                 keys ascending, versions by revision
+    log_start    revision of log[0]
+    log          [[key, ...], ...] the keys changed at each revision from log_start
+    leases       [[id, ttl, [key, ...]], ...] by id, keys ascending
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections.abc import Iterator, Sequence, Set
+from itertools import chain, islice
+from typing import TYPE_CHECKING, BinaryIO, Final
+
+import msgpack
+
+if TYPE_CHECKING:
+    from raftstore.mvcc.key_index import KeyIndex
+    from raftstore.mvcc.kvstore import LogEntry
+
+SNAPSHOT_FORMAT: Final = 1
+
+# One batch is packed, written and followed by a GIL yield. Each bound keeps a batch to a few
+# milliseconds: keys (their versions' values also count against the byte budget), log entries,
+# lease keys per sort / merge step.
+_KEYS_PER_BATCH: Final = 512
+_BYTES_PER_BATCH: Final = 1 << 20
+_LOG_PER_BATCH: Final = 4096
+_SORT_RUN: Final = 4096
+
+
+def _yield() -> None:
+    time.sleep(0)  # releases the GIL: a waiting thread (the raft thread) runs now
+
+
+class SnapshotView:
+    """The whole state of a store at one revision; immutable once captured."""
+
+    __slots__ = ("rev", "compact_rev", "log_start", "_key_chunks", "_key_count", "_index",
+                 "_log", "_leases")
+
+    def __init__(
+        self,
+        *,
+        rev: int,
+        compact_rev: int,
+        log_start: int,
+        key_chunks: list[list[bytes]],
+        key_count: int,
+        index: dict[bytes, KeyIndex],
+        log: list[LogEntry],
+        leases: Sequence[tuple[int, int, Set[bytes]]],
+    ) -> None:
+        """Built by ``KVStore.snapshot_view``: ``key_chunks`` the keys ascending (``key_count``
+        of them), ``index`` holding each of them, ``leases`` as (id, ttl, attached keys) by
+        id. The outer containers belong to the view; what they hold is never changed again
+        (the store's copy-on-write)."""
+        self.rev = rev
+        self.compact_rev = compact_rev
+        self.log_start = log_start
+        self._key_chunks = key_chunks
+        self._key_count = key_count
+        self._index = index
+        self._log = log
+        self._leases = leases
+
+    def __len__(self) -> int:
+        """Keys with at least one kept version (tombstones included)."""
+        return self._key_count
+
+    def write(self, f: BinaryIO) -> None:
+        """Write the snapshot's msgpack bytes to ``f`` in batches, yielding the GIL after
+        each one. Safe in any thread, any number of times."""
+        packer = msgpack.Packer(use_bin_type=True, autoreset=False)
+        pack = packer.pack
+
+        def flush() -> None:
+            f.write(packer.bytes())
+            packer.reset()
+            _yield()
+
+        packer.pack_map_header(7)
+        pack("format")
+        pack(SNAPSHOT_FORMAT)
+        pack("rev")
+        pack(self.rev)
+        pack("compact_rev")
+        pack(self.compact_rev)
+
+        pack("kvs")
+        index = self._index
+        packer.pack_array_header(self._key_count)
+        keys = chain.from_iterable(self._key_chunks)
+        while batch := list(islice(keys, _KEYS_PER_BATCH)):
+            size = 0
+            for key in batch:
+                row = []
+                for kv in index[key].revs:
+                    value = kv.value
+                    size += len(value)
+                    row.append([kv.mod_revision, kv.create_revision, kv.version, value,
+                                kv.lease])
+                pack([key, row])
+                if size >= _BYTES_PER_BATCH:
+                    flush()
+                    size = 0
+            flush()
+
+        pack("log_start")
+        pack(self.log_start)
+        pack("log")
+        log = self._log
+        packer.pack_array_header(len(log))
+        for lo in range(0, len(log), _LOG_PER_BATCH):
+            for e in log[lo : lo + _LOG_PER_BATCH]:
+                # None: no key (an emptied compacted revision); bytes: one key; tuple: several
+                # (msgpack packs a tuple as the array a list gives).
+                if e is None:
+                    packer.pack_array_header(0)
+                elif isinstance(e, bytes):
+                    packer.pack_array_header(1)
+                    pack(e)
+                else:
+                    pack(e)
+            flush()
+
+        pack("leases")
+        packer.pack_array_header(len(self._leases))
+        for lease_id, ttl, lease_keys in self._leases:
+            packer.pack_array_header(3)
+            pack(lease_id)
+            pack(ttl)
+            packer.pack_array_header(len(lease_keys))
+            for batch in _sorted_batches(lease_keys):
+                for key in batch:
+                    pack(key)
+                flush()
+        flush()
+
+
+def _sorted_batches(keys: Set[bytes]) -> Iterator[list[bytes]]:
+    """``sorted(keys)`` as consecutive batches, without one long sort holding the GIL: a small
+    list is sorted at once, a large one in runs of ``_SORT_RUN`` (yielding between runs) that
+    are then merged a batch at a time."""
+    if len(keys) <= _SORT_RUN:
+        yield sorted(keys)
+        return
+    runs = []
+    it = iter(keys)
+    while run := sorted(islice(it, _SORT_RUN)):
+        runs.append(run)
+        _yield()
+    merged = heapq.merge(*runs)
+    while batch := list(islice(merged, _SORT_RUN)):
+        yield batch
