@@ -188,7 +188,7 @@ def test_restart_after_snapshot(kind: str, cluster_factory: Callable[..., Cluste
             key, value = prefix + f"k/{i:04d}".encode(), (f"value-{i}-" * 8).encode()
             c.put(key, value)
             written[key] = value
-        c.put(prefix + "k/0000".encode(), b"overwritten")
+        c.put(prefix + b"k/0000", b"overwritten")
         written[prefix + b"k/0000"] = b"overwritten"
         expected = c.prefix(prefix)
     assert len(expected) == 520

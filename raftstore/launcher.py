@@ -272,9 +272,9 @@ class Cluster:
         deadline = time.monotonic() + timeout
         last = "no answer yet"
         while True:
-            dead = [m for m in self.members if m.proc is not None and m.proc.poll() is not None]
-            if dead:
-                raise ClusterError(self._report(f"{dead[0].name} exited ({dead[0].proc.returncode})"))  # type: ignore[union-attr]
+            for m in self.members:
+                if m.proc is not None and (rc := m.proc.poll()) is not None:
+                    raise ClusterError(self._report(f"{m.name} exited ({rc})"))
             try:
                 leader = self._agreed_leader()
                 if leader is not None and all(self._healthy(m) for m in self._running()):

@@ -7,7 +7,7 @@ know exactly which member answered and what failed.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final, cast
 
 import grpc
 
@@ -42,10 +42,12 @@ class Client:
         self.endpoint = endpoint
         self.deadline = deadline
         self.channel = grpc.insecure_channel(endpoint)
-        self.kv = rpc_pb2_grpc.KVStub(self.channel)
-        self.maintenance = rpc_pb2_grpc.MaintenanceStub(self.channel)
-        self.cluster = rpc_pb2_grpc.ClusterStub(self.channel)
-        self.lease = rpc_pb2_grpc.LeaseStub(self.channel)
+        # the generated stubs are untyped: keep them as Any at this one boundary
+        pb: Any = rpc_pb2_grpc
+        self.kv: Any = pb.KVStub(self.channel)
+        self.maintenance: Any = pb.MaintenanceStub(self.channel)
+        self.cluster: Any = pb.ClusterStub(self.channel)
+        self.lease: Any = pb.LeaseStub(self.channel)
 
     def close(self) -> None:
         self.channel.close()
@@ -88,12 +90,14 @@ class Client:
         return {kv.key: kv.value for kv in kvs}
 
     def status(self, *, deadline: float | None = None) -> rpc_pb2.StatusResponse:
-        return self.maintenance.Status(rpc_pb2.StatusRequest(), timeout=deadline or self.deadline)
+        resp = self.maintenance.Status(rpc_pb2.StatusRequest(), timeout=deadline or self.deadline)
+        return cast(rpc_pb2.StatusResponse, resp)
 
     def hash_kv(self, revision: int = 0, *,
                 deadline: float | None = None) -> rpc_pb2.HashKVResponse:
-        return self.maintenance.HashKV(rpc_pb2.HashKVRequest(revision=revision),
+        resp = self.maintenance.HashKV(rpc_pb2.HashKVRequest(revision=revision),
                                        timeout=deadline or self.deadline)
+        return cast(rpc_pb2.HashKVResponse, resp)
 
     def revision(self, *, serializable: bool = False) -> int:
         _, rev = self.range(b"\0no-such-key", serializable=serializable)

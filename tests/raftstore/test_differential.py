@@ -133,9 +133,9 @@ class Session:
         words = [self.revs.get(a, a) for a in args]
         if input:
             # only where the txn grammar takes a revision: mod()/create() compares, --rev
-            input = re.sub(r'((?:mod|create)\("[^"]*"\) [=!<>]+ "|--rev[ =])(\d+)',
+            stdin = re.sub(r'((?:mod|create)\("[^"]*"\) [=!<>]+ "|--rev[ =])(\d+)',
                            lambda m: m.group(1) + self.revs.get(m.group(2), m.group(2)), input)
-            words.append(f"<<<{input!r}")
+            words.append(f"<<<{stdin!r}")
         return self.norm_text(" ".join(words))
 
     def norm_text(self, text: str) -> str:
@@ -238,7 +238,8 @@ def compare(systems: dict[str, Cluster], name: str, scenario: Scenario) -> None:
         Path(dump).mkdir(parents=True, exist_ok=True)
         for system, s in sessions.items():
             Path(dump, f"{name}.{system}.txt").write_text("".join(
-                f"$ etcdctl {cmd}\nrc={rc}\n{out}\n{err}\n\n" for cmd, rc, out, err in s.transcript))
+                f"$ etcdctl {cmd}\nrc={rc}\n{out}\n{err}\n\n"
+                for cmd, rc, out, err in s.transcript))
     for i, (w, g) in enumerate(zip(want, got, strict=False)):
         if w != g:
             pytest.fail(
