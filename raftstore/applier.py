@@ -24,11 +24,13 @@ the applying thread with the lock held.
 
 from __future__ import annotations
 
+import io
 import logging
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, TypeVar
 
 import msgpack
 
@@ -47,7 +49,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ENVELOPE_VERSION: Final = 1
-SNAPSHOT_VERSION: Final = 1
+SNAPSHOT_VERSION: Final = 2
 
 OP_PUT: Final = "put"
 OP_DELETE_RANGE: Final = "delete_range"
@@ -291,24 +293,45 @@ class EtcdStateMachine:
             metrics.COMPACT_REVISION.set(self.store.compact_rev)
             return result
 
-    def snapshot(self) -> bytes:
+    def snapshot_writer(self) -> Callable[[BinaryIO], None]:
+        """Capture the state now (cheap: a copy-on-write view of the store, taken under the
+        lock) and return a function that writes it later, from any thread, in chunks that let
+        the raft thread keep running. Format: u32 length, msgpack head {v, members}, then the
+        store's own snapshot bytes."""
         with self.lock:
-            state = {
-                "v": SNAPSHOT_VERSION,
-                "store": self.store.snapshot(),
-                "members": [
-                    [mid, name, urls] for mid, (name, urls) in sorted(self._members.items())
-                ],
-            }
-        data: bytes = msgpack.packb(state, use_bin_type=True)
-        return data
+            view = self.store.snapshot_view()
+            head: bytes = msgpack.packb(
+                {
+                    "v": SNAPSHOT_VERSION,
+                    "members": [
+                        [mid, name, urls] for mid, (name, urls) in sorted(self._members.items())
+                    ],
+                },
+                use_bin_type=True,
+            )
+
+        def write(f: BinaryIO) -> None:
+            f.write(struct.pack(">I", len(head)))
+            f.write(head)
+            view.write(f)
+
+        return write
+
+    def snapshot(self) -> bytes:
+        buf = io.BytesIO()
+        self.snapshot_writer()(buf)
+        return buf.getvalue()
 
     def restore(self, data: bytes) -> None:
-        state = msgpack.unpackb(data, raw=False)
+        try:
+            (n,) = struct.unpack_from(">I", data, 0)
+            state = msgpack.unpackb(data[4 : 4 + n], raw=False)
+        except (struct.error, ValueError, msgpack.ExtraData, msgpack.FormatError):
+            raise ValueError("raftstore: unreadable state machine snapshot") from None
         if not isinstance(state, dict) or state.get("v") != SNAPSHOT_VERSION:
             raise ValueError("raftstore: unknown state machine snapshot format")
         with self.lock:
-            self.store.restore(state["store"])
+            self.store.restore(data[4 + n :])
             self._members = {
                 int(mid): (str(name), [str(u) for u in urls])
                 for mid, name, urls in state["members"]
@@ -351,16 +374,22 @@ class EtcdStateMachine:
         end: bytes | None,
         start_rev: int,
         callback: Callable[[list[Event]], None],
+        on_compacted: Callable[[int], None] | None = None,
     ) -> tuple[int, list[Event], int]:
         """Register a store watcher; returns (watcher id, history, current revision), all read
-        atomically. Raises CompactedError."""
+        atomically. ``on_compacted(compact_rev)`` is called (applying thread, lock held) if a
+        snapshot restore skips events the watcher has not seen. Raises CompactedError."""
         with self.lock:
-            wid, hist = self.store.watch(key, end, start_rev, callback)
+            wid, hist = self.store.watch(key, end, start_rev, callback, on_compacted)
             return wid, hist, self.store.rev
 
     def cancel_watch(self, watcher_id: int) -> None:
         with self.lock:
             self.store.cancel_watch(watcher_id)
+
+    def now(self) -> float:
+        """The lessor's clock (member-local monotonic seconds)."""
+        return self._clock()
 
     def member_attributes(self) -> dict[int, tuple[str, list[str]]]:
         """Published {member_id: (name, client_urls)}."""

@@ -44,7 +44,7 @@ from typing import Any, Final
 import msgpack
 import pysyncobj.syncobj as _pso
 from pysyncobj import SyncObj, SyncObjConf
-from pysyncobj.config import FAIL_REASON
+from pysyncobj.config import FAIL_REASON, SERIALIZER_STATE
 from pysyncobj.pipe_notifier import PipeNotifier
 from pysyncobj.transport import TCPTransport
 
@@ -94,6 +94,10 @@ def member_id_for(name: str, peer_urls: list[str], token: str) -> int:
     inputs etcd hashes), never 0."""
     digest = hashlib.sha1(("".join(sorted(peer_urls)) + token).encode()).digest()
     return struct.unpack(">Q", digest[:8])[0] or 1
+
+
+class _Backgrounded(Exception):
+    """Raised by the snapshot serializer after handing the write to a thread (see below)."""
 
 
 class _SyncingTransport(TCPTransport):  # type: ignore[misc]
@@ -149,6 +153,7 @@ class Replication:
         self.cfg = cfg
         self.state = state
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._snapshot_status = SERIALIZER_STATE.NOT_SERIALIZING
         os.makedirs(cfg.data_dir, exist_ok=True)
         self._snapshot_path = os.path.join(cfg.data_dir, "snapshot.msgpack")
         self._journal = DurableJournal(os.path.join(cfg.data_dir, "raft.journal"), fsync=cfg.fsync)
@@ -174,6 +179,7 @@ class Replication:
             fullDumpFile=self._snapshot_path,
             serializer=self._write_snapshot,
             deserializer=self._read_snapshot,
+            serializeChecker=self._check_snapshot,
             logCompactionMinEntries=cfg.snapshot_count,
             logCompactionMinTime=3600 * 24,
             password=cfg.password,
@@ -227,29 +233,67 @@ class Replication:
     def _on_state_changed(self, old: int, new: int) -> None:
         self._last_sent = (0, 0)
 
-    def _write_snapshot(self, path: str, data: Any) -> None:
+    # Snapshots. pysyncobj calls the serializer in the raft thread and then renames its temporary
+    # file over the snapshot. Encoding a large state takes long enough to stall elections, so the
+    # serializer only captures a copy-on-write view and hands the writing to a thread; it then
+    # raises ``_Backgrounded`` so pysyncobj skips its rename, and the serialize checker reports
+    # progress until the thread has written, fsynced and renamed the file itself. pysyncobj drops
+    # the log only after the checker reports success, so the log is never ahead of the snapshot.
+    #
+    # File layout: u32 length, msgpack head {entries, cluster}, then the state machine's bytes.
+
+    def _write_snapshot(self, tmp_path: str, data: Any) -> None:
         last, prev, cluster = data
-        payload = {
-            "entries": [list(last), list(prev)],
-            "cluster": sorted(getattr(n, "address", str(n)) for n in cluster),
-            "state": self.state.snapshot(),
-        }
-        with open(path, "wb") as f:
-            f.write(msgpack.packb(payload, use_bin_type=True))
-            f.flush()
+        head = msgpack.packb(
+            {
+                "entries": [list(last), list(prev)],
+                "cluster": sorted(getattr(n, "address", str(n)) for n in cluster),
+            },
+            use_bin_type=True,
+        )
+        writer = self.state.snapshot_writer()
+        self._snapshot_status = SERIALIZER_STATE.SERIALIZING
+        threading.Thread(
+            target=self._write_snapshot_file, args=(head, writer), name="snapshot", daemon=True
+        ).start()
+        raise _Backgrounded()
+
+    def _write_snapshot_file(self, head: bytes, writer: Callable[[Any], None]) -> None:
+        part = self._snapshot_path + ".part"
+        try:
+            with open(part, "wb") as f:
+                f.write(struct.pack(">I", len(head)))
+                f.write(head)
+                writer(f)
+                f.flush()
+                if self.cfg.fsync:
+                    os.fsync(f.fileno())
+            os.replace(part, self._snapshot_path)
             if self.cfg.fsync:
-                os.fsync(f.fileno())
+                fsync_dir(self.cfg.data_dir)
+            self._snapshot_status = SERIALIZER_STATE.SUCCESS
+        except Exception:
+            log.exception("snapshot failed")
+            self._snapshot_status = SERIALIZER_STATE.FAILED
+
+    def _check_snapshot(self) -> int:
+        status = self._snapshot_status
+        if status in (SERIALIZER_STATE.SUCCESS, SERIALIZER_STATE.FAILED):
+            self._snapshot_status = SERIALIZER_STATE.NOT_SERIALIZING
+        return status
 
     def _read_snapshot(self, path: str) -> tuple[Any, Any, Any]:
         with open(path, "rb") as f:
             if self.cfg.fsync:
-                os.fsync(f.fileno())  # a snapshot just received from the leader
-            payload = msgpack.unpackb(f.read(), raw=False)
+                os.fsync(f.fileno())  # it may be a snapshot just received from the leader
+            data = f.read()
         if self.cfg.fsync:
             fsync_dir(os.path.dirname(os.path.abspath(path)))
-        self.state.restore(payload["state"])
-        last, prev = (tuple(e) for e in payload["entries"])
-        cluster = {_pso.TCPNode(a) for a in payload["cluster"]}
+        (n,) = struct.unpack_from(">I", data, 0)
+        head = msgpack.unpackb(data[4 : 4 + n], raw=False)
+        self.state.restore(data[4 + n :])
+        last, prev = (tuple(e) for e in head["entries"])
+        cluster = {_pso.TCPNode(a) for a in head["cluster"]}
         return last, prev, cluster
 
     # -- Consensus ----------------------------------------------------------------------------

@@ -8,7 +8,8 @@ nothing of etcd: commands are opaque bytes (the state machine encodes them with 
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Callable
+from typing import BinaryIO, Protocol
 
 
 class StateMachine(Protocol):
@@ -18,7 +19,12 @@ class StateMachine(Protocol):
         return an error value instead, every member must reach the same state."""
 
     def snapshot(self) -> bytes:
-        """The whole replicated state as msgpack bytes (taken between two applies)."""
+        """The whole replicated state as bytes (taken between two applies)."""
+
+    def snapshot_writer(self) -> Callable[[BinaryIO], None]:
+        """Capture the state now, cheaply (called in the raft thread between two applies), and
+        return a function writing the same bytes as ``snapshot`` would have given, to be called
+        later from another thread while applies go on."""
 
     def restore(self, data: bytes) -> None:
         """Replace the whole state with a ``snapshot``."""
