@@ -21,6 +21,7 @@ from raftstore.mvcc.types import (
     KeyNotFoundError,
     LeaseExistsError,
     LeaseNotFoundError,
+    LeaseTTLTooLargeError,
     MVCCError,
 )
 
@@ -116,6 +117,7 @@ _MVCC: Final[dict[type[MVCCError], ErrorSpec]] = {
     LeaseNotFoundError: LEASE_NOT_FOUND,
     LeaseExistsError: LEASE_EXIST,
     KeyNotFoundError: KEY_NOT_FOUND,
+    LeaseTTLTooLargeError: LEASE_TTL_TOO_LARGE,
 }
 
 _BY_MESSAGE: Final[dict[str, ErrorSpec]] = {

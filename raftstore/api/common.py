@@ -1,0 +1,176 @@
+"""What every servicer shares: response headers, proposing, read barriers, and the one place
+where errors become gRPC statuses (with the per-RPC metrics)."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import grpc
+
+from raftstore import metrics
+from raftstore.consensus import ConsensusError
+from raftstore.errors import MAX_REQUEST_BYTES, REQUEST_TOO_LARGE, EtcdError, to_etcd_error
+
+if TYPE_CHECKING:
+    from raftstore.api.pb import rpc_pb2 as pb
+    from raftstore.applier import EtcdStateMachine
+    from raftstore.consensus import Consensus
+
+log = logging.getLogger(__name__)
+
+S = TypeVar("S")
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
+
+
+class Api:
+    """The state machine and consensus of this member, as the servicers use them."""
+
+    def __init__(self, state: EtcdStateMachine, consensus: Consensus) -> None:
+        self.state = state
+        self.consensus = consensus
+
+    def fill(self, header: pb.ResponseHeader, revision: int | None = None) -> None:
+        """cluster_id, member_id and raft_term (the state machine set the revision)."""
+        c = self.consensus
+        header.cluster_id = c.cluster_id
+        header.member_id = c.member_id
+        header.raft_term = c.term()
+        if revision is not None:
+            header.revision = revision
+
+    async def propose(self, command: bytes) -> Any:
+        """Replicate ``command`` and return the state machine's response; raises EtcdError."""
+        if len(command) > MAX_REQUEST_BYTES:
+            raise EtcdError(REQUEST_TOO_LARGE)
+        try:
+            result = await self.consensus.propose(command)
+        except ConsensusError as exc:
+            metrics.PROPOSALS_FAILED.inc()
+            raise _mapped(exc) from None
+        if isinstance(result, BaseException):
+            raise _mapped(result)
+        return result
+
+    async def read_barrier(self) -> None:
+        try:
+            await self.consensus.read_barrier()
+        except ConsensusError as exc:
+            raise _mapped(exc) from None
+
+
+def _mapped(exc: BaseException) -> EtcdError:
+    err = to_etcd_error(exc)
+    if err is None:
+        raise exc
+    return err
+
+
+def _status(exc: BaseException) -> tuple[grpc.StatusCode, str]:
+    err = to_etcd_error(exc)
+    if err is not None:
+        return err.code, err.message
+    log.exception("unexpected error in RPC handler", exc_info=exc)
+    return grpc.StatusCode.UNKNOWN, f"raftstore: {exc}"
+
+
+def _record(service: str, method: str, code: grpc.StatusCode) -> None:
+    metrics.GRPC_HANDLED.labels(service, method, code.name).inc()
+
+
+def unary(
+    service: str,
+) -> Callable[
+    [Callable[[S, Req, grpc.aio.ServicerContext], Awaitable[Resp]]],
+    Callable[[S, Req, grpc.aio.ServicerContext], Awaitable[Resp]],
+]:
+    """Wrap a unary handler: map our errors to etcd's statuses, count and time the RPC."""
+
+    def deco(
+        fn: Callable[[S, Req, grpc.aio.ServicerContext], Awaitable[Resp]],
+    ) -> Callable[[S, Req, grpc.aio.ServicerContext], Awaitable[Resp]]:
+        method = fn.__name__
+        latency = metrics.GRPC_LATENCY.labels(f"etcdserverpb.{service}", method)
+
+        @functools.wraps(fn)
+        async def wrapper(self: S, request: Req, context: grpc.aio.ServicerContext) -> Resp:
+            start = time.perf_counter()
+            code = grpc.StatusCode.OK
+            try:
+                return await fn(self, request, context)
+            except grpc.aio.AbortError:
+                code = _context_code(context)
+                raise
+            except Exception as exc:  # noqa: BLE001 - translated right here
+                code, message = _status(exc)
+                await context.abort(code, message)
+                raise  # unreachable: abort raises
+            except BaseException:
+                code = grpc.StatusCode.CANCELLED
+                raise
+            finally:
+                _record(f"etcdserverpb.{service}", method, code)
+                latency.observe(time.perf_counter() - start)
+
+        return wrapper
+
+    return deco
+
+
+def streaming(
+    service: str,
+) -> Callable[
+    [Callable[[S, Any, grpc.aio.ServicerContext], AsyncIterator[Resp]]],
+    Callable[[S, Any, grpc.aio.ServicerContext], AsyncIterator[Resp]],
+]:
+    """As ``unary`` for handlers that are async generators (server or bidi streams)."""
+
+    def deco(
+        fn: Callable[[S, Any, grpc.aio.ServicerContext], AsyncIterator[Resp]],
+    ) -> Callable[[S, Any, grpc.aio.ServicerContext], AsyncIterator[Resp]]:
+        method = fn.__name__
+
+        @functools.wraps(fn)
+        async def wrapper(
+            self: S, request: Any, context: grpc.aio.ServicerContext
+        ) -> AsyncIterator[Resp]:
+            code = grpc.StatusCode.OK
+            try:
+                async for resp in fn(self, request, context):
+                    yield resp
+            except grpc.aio.AbortError:
+                code = _context_code(context)
+                raise
+            except Exception as exc:  # noqa: BLE001
+                code, message = _status(exc)
+                await context.abort(code, message)
+            except BaseException:
+                code = grpc.StatusCode.CANCELLED
+                raise
+            finally:
+                _record(f"etcdserverpb.{service}", method, code)
+
+        return wrapper
+
+    return deco
+
+
+def _context_code(context: grpc.aio.ServicerContext) -> grpc.StatusCode:
+    try:
+        code = context.code()
+    except Exception:  # noqa: BLE001 - older grpc without ServicerContext.code()
+        return grpc.StatusCode.UNKNOWN
+    if isinstance(code, grpc.StatusCode):
+        return code
+    return grpc.StatusCode.UNKNOWN
+
+
+async def unimplemented(context: grpc.aio.ServicerContext, method: str) -> Any:
+    """For RPCs declared in etcd's proto that raftstore does not serve."""
+    await context.abort(
+        grpc.StatusCode.UNIMPLEMENTED, f"raftstore: {method} is not implemented"
+    )

@@ -1,0 +1,106 @@
+"""Assembling the etcd v3 gRPC server of a member, and the leader's lease-expiry loop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from typing import TYPE_CHECKING, Final
+
+import grpc
+
+from raftstore.api.cluster import ClusterService
+from raftstore.api.common import Api
+from raftstore.api.kv import KVService
+from raftstore.api.lease import LeaseService
+from raftstore.api.maintenance import MaintenanceService
+from raftstore.api.pb import rpc_pb2 as pb
+from raftstore.api.pb import rpc_pb2_grpc
+from raftstore.api.watch import WatchService
+from raftstore.applier import encode_lease_revoke
+from raftstore.consensus import ConsensusError
+from raftstore.errors import MAX_RECV_MESSAGE_BYTES, MAX_SEND_MESSAGE_BYTES
+
+if TYPE_CHECKING:
+    from raftstore.applier import EtcdStateMachine
+    from raftstore.consensus import Consensus
+
+log = logging.getLogger(__name__)
+
+LEASE_CHECK_INTERVAL: Final = 0.5  # seconds between looks for expired leases
+MAX_REVOKES_PER_CHECK: Final = 500  # etcd revokes at most 1000 leases a second
+
+_PORTS: weakref.WeakKeyDictionary[grpc.aio.Server, list[int]] = weakref.WeakKeyDictionary()
+
+
+async def start_grpc_server(
+    *,
+    state: EtcdStateMachine,
+    consensus: Consensus,
+    listen: list[str],
+    tls: tuple[bytes, bytes] | None = None,
+) -> grpc.aio.Server:
+    """Serve KV, Watch, Lease, Cluster and Maintenance on every "host:port" of ``listen``
+    (port 0: any; see ``bound_ports``), with TLS when ``tls`` is (cert PEM, key PEM). Message
+    size limits are etcd's defaults. Returns the started server (the caller stops it)."""
+    server = grpc.aio.server(
+        options=[
+            ("grpc.max_receive_message_length", MAX_RECV_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", MAX_SEND_MESSAGE_BYTES),
+            ("grpc.max_concurrent_streams", 2**31 - 1),
+        ]
+    )
+    api = Api(state, consensus)
+    rpc_pb2_grpc.add_KVServicer_to_server(KVService(api), server)
+    rpc_pb2_grpc.add_WatchServicer_to_server(WatchService(api), server)
+    rpc_pb2_grpc.add_LeaseServicer_to_server(LeaseService(api), server)
+    rpc_pb2_grpc.add_ClusterServicer_to_server(ClusterService(api), server)
+    rpc_pb2_grpc.add_MaintenanceServicer_to_server(MaintenanceService(api), server)
+    ports = []
+    for addr in listen:
+        if tls is not None:
+            cert, key = tls
+            creds = grpc.ssl_server_credentials([(key, cert)])
+            ports.append(server.add_secure_port(addr, creds))
+        else:
+            ports.append(server.add_insecure_port(addr))
+    await server.start()
+    _PORTS[server] = ports
+    return server
+
+
+def bound_ports(server: grpc.aio.Server) -> list[int]:
+    """The ports ``start_grpc_server`` bound, in the order of ``listen``."""
+    return list(_PORTS.get(server, []))
+
+
+async def run_lease_expiry(
+    state: EtcdStateMachine, consensus: Consensus, *, interval: float = LEASE_CHECK_INTERVAL
+) -> None:
+    """Forever: while this member leads, propose the revocation of every expired lease. On
+    becoming leader (a new term) first give every lease its full TTL again, as etcd's
+    ``Promote``: followers' deadlines were never authoritative."""
+    led_term: int | None = None
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            if not consensus.is_leader():
+                led_term = None
+                continue
+            term = consensus.term()
+            if term != led_term:
+                state.read(lambda s: s.lessor.promote(state.now()))
+                led_term = term
+                continue
+            expired = state.read(lambda s: s.lessor.expired(state.now()))
+            for lease_id in expired[:MAX_REVOKES_PER_CHECK]:
+                if not consensus.is_leader():
+                    break
+                # A lease revoked meanwhile answers "not found": harmless.
+                await consensus.propose(encode_lease_revoke(pb.LeaseRevokeRequest(ID=lease_id)))
+        except ConsensusError as exc:
+            log.info("lease expiry: %s", exc.message)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - keep expiring leases
+            log.exception("lease expiry failed")

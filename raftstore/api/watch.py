@@ -1,0 +1,362 @@
+"""etcd's Watch service: many watches multiplexed on one bidirectional stream.
+
+Threads and ordering. The store calls a watcher's callback in the applying (raft) thread,
+with the state lock held, once per committed transaction. The callback only filters and
+hands the events to the stream's event loop with ``call_soon_threadsafe``; the loop turns
+them into responses and appends them to the stream's outgoing queue. Because the loop runs
+callbacks in the order they were scheduled:
+
+- a watch's "created" response is queued (synchronously, right after registering under the
+  lock) before any of its events;
+- a progress response reads the revision under the lock and then queues itself with
+  ``call_soon``, i.e. after every event of every revision up to it: no event at or below a
+  progress revision can follow it on the stream.
+
+Slow consumers. Each watch may have at most ``MAX_PENDING`` event responses queued and not
+yet written to the client. When one more arrives the watch is cancelled with a
+``cancel_reason`` (after the responses already queued): writers never block and no event is
+dropped silently. The client re-watches from its last revision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Final
+
+import grpc
+
+from raftstore import metrics
+from raftstore.api.common import Api, streaming
+from raftstore.api.convert import event_to_pb
+from raftstore.api.pb import rpc_pb2 as pb
+from raftstore.api.pb import rpc_pb2_grpc
+from raftstore.errors import MAX_REQUEST_BYTES
+from raftstore.mvcc.types import CompactedError, Event, EventType
+
+log = logging.getLogger(__name__)
+
+MAX_PENDING: Final = 1024  # event responses queued per watch before it is cancelled
+HISTORY_BATCH_REVS: Final = 1000  # etcd's watchBatchMaxRevs
+PROGRESS_INTERVAL: float = 600.0  # etcd's progressReportInterval (tests lower it)
+
+SLOW_CONSUMER_REASON: Final = (
+    "etcdserver: watch canceled: the client did not read events fast enough "
+    "(more than {n} responses pending); re-watch from the last received revision"
+)
+DUPLICATE_ID_REASON: Final = "mvcc: duplicate watch ID provided on the WatchStream"
+
+_Create = pb.WatchCreateRequest
+
+
+@dataclass(slots=True, eq=False)
+class _Watch:
+    id: int
+    prev_kv: bool
+    no_put: bool
+    no_delete: bool
+    progress_notify: bool
+    fragment: bool
+    store_id: int = -1
+    pending: int = 0  # event responses queued, guarded by the stream's lock
+    canceled: bool = False
+    overflowed: bool = False
+    sent_since_tick: bool = False
+
+
+@dataclass(slots=True)
+class _Item:
+    resp: pb.WatchResponse
+    watch: _Watch | None = None
+    counted: bool = False  # an event response counted in watch.pending
+
+
+@dataclass(eq=False)
+class _Stream:
+    api: Api
+    loop: asyncio.AbstractEventLoop
+    out: asyncio.Queue[_Item] = field(default_factory=asyncio.Queue)
+    watches: dict[int, _Watch] = field(default_factory=dict)
+    next_id: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    closed: bool = False
+
+    # -- requests (event loop) ---------------------------------------------------------
+
+    def create(self, req: pb.WatchCreateRequest) -> None:
+        key = req.key or b"\0"  # etcd: an empty key is the smallest key
+        end = req.range_end or None
+        filters = set(req.filters)
+        if req.watch_id != 0:
+            wid = req.watch_id
+            if wid in self.watches:
+                self._put(self._resp(-1, self.api.state.revision, created=True, canceled=True,
+                                     cancel_reason=DUPLICATE_ID_REASON))
+                return
+        else:
+            while self.next_id in self.watches:
+                self.next_id += 1
+            wid = self.next_id
+            self.next_id += 1
+        w = _Watch(
+            id=wid, prev_kv=req.prev_kv, no_put=_Create.NOPUT in filters,
+            no_delete=_Create.NODELETE in filters, progress_notify=req.progress_notify,
+            fragment=req.fragment,
+        )
+        self.watches[wid] = w
+        try:
+            w.store_id, history, rev = self.api.state.watch(
+                key, end, req.start_revision,
+                lambda events: self._on_events(w, events),
+                lambda compact_rev: self._threadsafe(self._compacted, w, compact_rev),
+            )
+        except CompactedError as exc:
+            rev = self.api.state.revision
+            self._put(self._resp(wid, rev, created=True))
+            self._compacted(w, exc.compact_revision)
+            return
+        metrics.WATCHERS.inc()
+        self._put(self._resp(wid, rev, created=True))
+        for batch in _history_batches(self._filter(w, history)):
+            self._put(self._events_resp(w, batch), w)
+
+    def cancel(self, wid: int) -> None:
+        w = self.watches.pop(wid, None)
+        if w is None:
+            return  # etcd answers nothing for an unknown id
+        self._drop(w)
+        self._put(self._resp(wid, self.api.state.revision, canceled=True))
+
+    def progress_all(self) -> None:
+        """WatchProgressRequest: one response with watch_id -1 (3.4: for every watch)."""
+        rev = self.api.state.revision  # read under the lock: see the module docstring
+        self.loop.call_soon(self._put, self._resp(-1, rev))
+
+    def progress_tick(self) -> None:
+        """progress_notify: watches that sent nothing since the last tick get an empty
+        response carrying the current revision."""
+        due = [w for w in self.watches.values() if w.progress_notify and not w.canceled
+               and not w.sent_since_tick]
+        for w in self.watches.values():
+            w.sent_since_tick = False
+        if not due:
+            return
+        rev = self.api.state.revision
+        for w in due:
+            self.loop.call_soon(self._progress_one, w, rev)
+
+    def _progress_one(self, w: _Watch, rev: int) -> None:
+        if not w.canceled:
+            self._put(self._resp(w.id, rev), w)
+
+    def close(self) -> None:
+        self.closed = True
+        for w in list(self.watches.values()):
+            self._drop(w)
+        self.watches.clear()
+
+    # -- store callbacks (applying thread, state lock held: never block) ------------------
+
+    def _on_events(self, w: _Watch, events: list[Event]) -> None:
+        if w.canceled or w.overflowed:
+            return
+        evs = self._filter(w, events)
+        if not evs:
+            return
+        with self.lock:
+            if w.pending >= MAX_PENDING:
+                w.overflowed = True
+            else:
+                w.pending += 1
+        if w.overflowed:
+            self._threadsafe(self._overflow, w)
+        else:
+            self._threadsafe(self._deliver, w, evs)
+
+    def _threadsafe(self, fn: object, *args: object) -> None:
+        try:
+            self.loop.call_soon_threadsafe(fn, *args)  # type: ignore[arg-type]
+        except RuntimeError:
+            pass  # the loop is closed: the stream is gone
+
+    # -- event loop side of the callbacks ----------------------------------------------
+
+    def _deliver(self, w: _Watch, evs: list[Event]) -> None:
+        if w.canceled:
+            with self.lock:
+                w.pending -= 1
+            return
+        self._put(self._events_resp(w, evs), w, counted=True)
+
+    def _overflow(self, w: _Watch) -> None:
+        if w.canceled or self.watches.get(w.id) is not w:
+            return
+        del self.watches[w.id]
+        self._drop(w)
+        log.warning("watch %d canceled: slow consumer", w.id)
+        self._put(self._resp(w.id, self.api.state.revision, canceled=True,
+                             cancel_reason=SLOW_CONSUMER_REASON.format(n=MAX_PENDING)))
+
+    def _compacted(self, w: _Watch, compact_rev: int) -> None:
+        """etcd: a watch that needs compacted history gets compact_revision and is
+        canceled (clientv3 turns that into ErrCompacted)."""
+        if self.watches.get(w.id) is not w:
+            return
+        del self.watches[w.id]
+        self._drop(w)
+        resp = self._resp(w.id, self.api.state.revision, canceled=True)
+        resp.compact_revision = compact_rev
+        self._put(resp)
+
+    def _drop(self, w: _Watch) -> None:
+        if w.canceled:
+            return
+        w.canceled = True
+        if w.store_id >= 0:
+            self.api.state.cancel_watch(w.store_id)
+            metrics.WATCHERS.dec()
+
+    # -- responses -----------------------------------------------------------------------
+
+    def _filter(self, w: _Watch, events: list[Event]) -> list[Event]:
+        if not (w.no_put or w.no_delete):
+            return events
+        return [
+            ev for ev in events
+            if not ((ev.type == EventType.PUT and w.no_put)
+                    or (ev.type == EventType.DELETE and w.no_delete))
+        ]
+
+    def _resp(self, wid: int, rev: int, **fields: object) -> pb.WatchResponse:
+        resp = pb.WatchResponse(watch_id=wid, **fields)  # type: ignore[arg-type]
+        self.api.fill(resp.header, rev)
+        return resp
+
+    def _events_resp(self, w: _Watch, evs: list[Event]) -> pb.WatchResponse:
+        # header.revision: the revision of the last event (etcd: the store revision when the
+        # events were sent, which is the same for a synced watcher).
+        resp = self._resp(w.id, evs[-1].kv.mod_revision)
+        resp.events.extend(event_to_pb(ev, prev_kv=w.prev_kv) for ev in evs)
+        return resp
+
+    def _put(self, resp: pb.WatchResponse, w: _Watch | None = None,
+             counted: bool = False) -> None:
+        if not self.closed:
+            self.out.put_nowait(_Item(resp, w, counted))
+
+    async def responses(self) -> AsyncIterator[pb.WatchResponse]:
+        while True:
+            item = await self.out.get()
+            w = item.watch
+            if item.counted and w is not None:
+                with self.lock:
+                    w.pending -= 1
+            if w is not None:
+                if w.canceled:
+                    continue  # nothing follows a cancel
+                w.sent_since_tick = True
+            if w is not None and w.fragment and len(item.resp.events) > 1 \
+                    and item.resp.ByteSize() > MAX_REQUEST_BYTES:
+                for part in _fragments(item.resp):
+                    yield part
+            else:
+                yield item.resp
+
+
+def _history_batches(events: list[Event]) -> list[list[Event]]:
+    """Group history into responses of at most HISTORY_BATCH_REVS revisions each, never
+    splitting a revision."""
+    batches: list[list[Event]] = []
+    cur: list[Event] = []
+    revs = 0
+    last = -1
+    for ev in events:
+        rev = ev.kv.mod_revision
+        if rev != last:
+            if revs == HISTORY_BATCH_REVS:
+                batches.append(cur)
+                cur, revs = [], 0
+            revs += 1
+            last = rev
+        cur.append(ev)
+    if cur:
+        batches.append(cur)
+    return batches
+
+
+def _fragments(resp: pb.WatchResponse) -> list[pb.WatchResponse]:
+    """etcd's sendFragments: split the events over responses of at most MAX_REQUEST_BYTES;
+    every part but the last has fragment=true."""
+    parts: list[pb.WatchResponse] = []
+    cur = pb.WatchResponse(header=resp.header, watch_id=resp.watch_id)
+    for ev in resp.events:
+        if cur.events and cur.ByteSize() + ev.ByteSize() > MAX_REQUEST_BYTES:
+            cur.fragment = True
+            parts.append(cur)
+            cur = pb.WatchResponse(header=resp.header, watch_id=resp.watch_id)
+        cur.events.append(ev)
+    parts.append(cur)
+    return parts
+
+
+class WatchService(rpc_pb2_grpc.WatchServicer):
+    def __init__(self, api: Api) -> None:
+        self.api = api
+
+    @streaming("Watch")
+    async def Watch(
+        self,
+        request_iterator: AsyncIterator[pb.WatchRequest],
+        context: grpc.aio.ServicerContext,
+    ) -> AsyncIterator[pb.WatchResponse]:
+        stream = _Stream(self.api, asyncio.get_running_loop())
+
+        async def read_requests() -> None:
+            async for req in request_iterator:
+                kind = req.WhichOneof("request_union")
+                if kind == "create_request":
+                    stream.create(req.create_request)
+                elif kind == "cancel_request":
+                    stream.cancel(req.cancel_request.watch_id)
+                elif kind == "progress_request":
+                    stream.progress_all()
+            # A half-close does not end the stream (etcd keeps sending until the client
+            # cancels the RPC).
+
+        async def tick() -> None:
+            while True:
+                await asyncio.sleep(PROGRESS_INTERVAL)
+                stream.progress_tick()
+
+        reader = asyncio.create_task(read_requests())
+        ticker = asyncio.create_task(tick())
+        getter: asyncio.Task[pb.WatchResponse] | None = None
+        try:
+            responses = stream.responses()
+            while True:
+                getter = asyncio.ensure_future(anext(responses))
+                done, _ = await asyncio.wait({getter, reader},
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if reader in done and reader.exception() is not None:
+                    raise reader.exception()  # type: ignore[misc]
+                if getter in done:
+                    yield getter.result()
+                    getter = None
+                else:
+                    # The reader finished cleanly; keep serving events.
+                    yield await getter
+                    getter = None
+                    while True:
+                        yield await anext(responses)
+        finally:
+            stream.close()
+            for task in (reader, ticker, getter):
+                if task is not None:
+                    task.cancel()
+            for task in (reader, ticker):
+                with contextlib.suppress(BaseException):
+                    await task
