@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import io
 import time
 from collections.abc import AsyncIterator
 from typing import Final
@@ -65,8 +66,12 @@ class MaintenanceService(rpc_pb2_grpc.MaintenanceServicer):
         """The state machine snapshot in 32 KiB chunks (remaining_bytes counts what follows),
         then its sha256 in a last message with remaining_bytes 0, as etcd streams its db."""
         state = self.api.state
-        data, rev = await asyncio.to_thread(lambda: state.read(lambda s: (state.snapshot(),
-                                                                          s.rev)))
+        with state.lock:  # a cheap copy-on-write capture; serialised off the event loop
+            write = state.snapshot_writer()
+            rev = state.store.rev
+        buf = io.BytesIO()
+        await asyncio.to_thread(write, buf)
+        data = buf.getvalue()
         total = len(data)
         sent = 0
         first = True
