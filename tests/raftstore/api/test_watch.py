@@ -1,0 +1,222 @@
+"""Watch streams through generated stubs against the real grpc.aio server."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from raftstore.api import watch as watch_mod
+from raftstore.api.pb import kv_pb2
+from raftstore.api.pb import rpc_pb2 as pb
+from tests.raftstore.api.conftest import Server
+
+W = pb.WatchCreateRequest
+PUT, DELETE = kv_pb2.Event.PUT, kv_pb2.Event.DELETE
+
+
+class Stream:
+    """One Watch RPC: send requests, receive responses with a timeout. A background task
+    reads the call (cancelling a pending grpc read would cancel the whole RPC)."""
+
+    def __init__(self, server: Server) -> None:
+        self.requests: asyncio.Queue[pb.WatchRequest | None] = asyncio.Queue()
+        self.responses: asyncio.Queue[pb.WatchResponse] = asyncio.Queue()
+
+        async def gen() -> AsyncIterator[pb.WatchRequest]:
+            while (req := await self.requests.get()) is not None:
+                yield req
+
+        self.call = server.watch.Watch(gen())
+
+        async def pump() -> None:
+            async for resp in self.call:
+                await self.responses.put(resp)
+
+        self.reader = asyncio.create_task(pump())
+
+    async def create(self, **kw: object) -> pb.WatchResponse:
+        await self.requests.put(pb.WatchRequest(create_request=W(**kw)))  # type: ignore[arg-type]
+        return await self.recv()
+
+    async def send(self, req: pb.WatchRequest) -> None:
+        await self.requests.put(req)
+
+    async def recv(self, timeout: float = 5.0) -> pb.WatchResponse:
+        return await asyncio.wait_for(self.responses.get(), timeout)
+
+    async def nothing(self, timeout: float = 0.3) -> None:
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(self.responses.get(), timeout)
+
+    def close(self) -> None:
+        self.call.cancel()
+        self.reader.cancel()
+
+
+async def put(s: Server, key: bytes, value: bytes) -> int:
+    return (await s.kv.Put(pb.PutRequest(key=key, value=value))).header.revision
+
+
+async def test_create_events_and_ids(server: Server) -> None:
+    st = Stream(server)
+    try:
+        created = await st.create(key=b"w/", range_end=b"w0")
+        assert created.created and created.watch_id == 0 and created.header.revision == 1
+        second = await st.create(key=b"w/a", prev_kv=True)
+        assert second.created and second.watch_id == 1
+        await put(server, b"w/a", b"1")
+        await put(server, b"w/a", b"2")
+        got = [await st.recv() for _ in range(4)]
+        by_watch: dict[int, list[pb.WatchResponse]] = {0: [], 1: []}
+        for r in got:
+            by_watch[r.watch_id].append(r)
+        assert [r.events[0].kv.value for r in by_watch[0]] == [b"1", b"2"]
+        assert not by_watch[0][1].events[0].HasField("prev_kv")  # not asked for
+        assert by_watch[1][1].events[0].prev_kv.value == b"1"
+        assert [r.header.revision for r in by_watch[1]] == [2, 3]
+        # A txn's events arrive in one response, at one revision.
+        await server.kv.Txn(pb.TxnRequest(success=[
+            pb.RequestOp(request_put=pb.PutRequest(key=b"w/b", value=b"b")),
+            pb.RequestOp(request_put=pb.PutRequest(key=b"w/c", value=b"c")),
+        ]))
+        r = await st.recv()
+        assert r.watch_id == 0 and [e.kv.key for e in r.events] == [b"w/b", b"w/c"]
+        assert {e.kv.mod_revision for e in r.events} == {4}
+        # Client-chosen id; a duplicate is refused as etcd does.
+        mine = await st.create(key=b"x", watch_id=7)
+        assert mine.watch_id == 7 and mine.created
+        dup = await st.create(key=b"x", watch_id=7)
+        assert dup.watch_id == -1 and dup.canceled and dup.cancel_reason
+        # Cancel.
+        await st.send(pb.WatchRequest(cancel_request=pb.WatchCancelRequest(watch_id=0)))
+        c = await st.recv()
+        assert c.canceled and c.watch_id == 0
+        await put(server, b"w/a", b"again")
+        r = await st.recv()
+        assert r.watch_id == 1  # watch 0 is gone
+        await st.nothing()
+    finally:
+        st.close()
+
+
+async def test_history_filters_and_deletes(server: Server) -> None:
+    await put(server, b"h", b"1")  # 2
+    await put(server, b"h", b"2")  # 3
+    await server.kv.DeleteRange(pb.DeleteRangeRequest(key=b"h"))  # 4
+    st = Stream(server)
+    try:
+        created = await st.create(key=b"h", start_revision=2, prev_kv=True)
+        assert created.created and created.header.revision == 4
+        hist = await st.recv()
+        assert [(e.type, e.kv.mod_revision) for e in hist.events] == [
+            (PUT, 2), (PUT, 3), (DELETE, 4)]
+        assert hist.events[2].prev_kv.value == b"2"
+        assert hist.events[2].kv.value == b"" and hist.events[2].kv.version == 0
+        noput = await st.create(key=b"h", start_revision=2, filters=[W.NOPUT])
+        r = await st.recv()
+        assert r.watch_id == noput.watch_id and [e.type for e in r.events] == [DELETE]
+        nodel = await st.create(key=b"h", filters=[W.NODELETE])
+        await put(server, b"h", b"3")
+        await server.kv.DeleteRange(pb.DeleteRangeRequest(key=b"h"))
+        got = [await st.recv() for _ in range(4)]
+        assert sorted((r.watch_id, r.events[0].type) for r in got) == sorted(
+            [(created.watch_id, PUT), (created.watch_id, DELETE), (nodel.watch_id, PUT),
+             (noput.watch_id, DELETE)])
+        await st.nothing()
+    finally:
+        st.close()
+
+
+async def test_compacted_and_future(server: Server) -> None:
+    for i in range(5):
+        await put(server, b"c", b"%d" % i)  # 2..6
+    await server.kv.Compact(pb.CompactionRequest(revision=5))
+    st = Stream(server)
+    try:
+        created = await st.create(key=b"c", start_revision=2)
+        assert created.created and not created.canceled
+        gone = await st.recv()
+        assert gone.watch_id == created.watch_id and gone.canceled
+        assert gone.compact_revision == 5
+        future = await st.create(key=b"c", start_revision=8)
+        assert future.created
+        await put(server, b"c", b"7")  # 7: before the start
+        await st.nothing()
+        await put(server, b"c", b"8")
+        r = await st.recv()
+        assert r.events[0].kv.mod_revision == 8
+    finally:
+        st.close()
+
+
+async def test_progress(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(watch_mod, "PROGRESS_INTERVAL", 0.2)
+    await put(server, b"p", b"1")
+    st = Stream(server)
+    try:
+        w = await st.create(key=b"p", progress_notify=True)
+        r = await st.recv(2.0)
+        assert r.watch_id == w.watch_id and not r.events and r.header.revision == 2
+        await put(server, b"other", b"x")
+        await st.send(pb.WatchRequest(progress_request=pb.WatchProgressRequest()))
+        while True:
+            r = await st.recv(2.0)
+            if r.watch_id == -1:
+                break
+        assert r.header.revision == 3 and not r.events
+    finally:
+        st.close()
+
+
+async def test_slow_consumer_is_canceled_not_silently_dropped(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(watch_mod, "MAX_PENDING", 4)
+    requests: asyncio.Queue[pb.WatchRequest] = asyncio.Queue()
+
+    async def gen() -> AsyncIterator[pb.WatchRequest]:
+        while True:
+            yield await requests.get()
+
+    call = server.watch.Watch(gen())  # read only when told: a slow client
+    try:
+        await requests.put(pb.WatchRequest(create_request=W(key=b"s/", range_end=b"s0")))
+        w = await call.read()
+        assert w.created
+        value = b"v" * 64 * 1024
+        for i in range(200):  # ~12 MiB: far more than flow control lets through unread
+            await put(server, b"s/%03d" % i, value)
+        revs: list[int] = []
+        while True:
+            r = await asyncio.wait_for(call.read(), 10)
+            assert r.watch_id == w.watch_id
+            if r.canceled:
+                break
+            revs.extend(e.kv.mod_revision for e in r.events)
+        assert "did not read events fast enough" in r.cancel_reason
+        # Everything before the cancel arrived, in order, without a gap.
+        assert revs == list(range(2, 2 + len(revs))) and len(revs) < 200
+        await put(server, b"s/after", b"x")
+        await asyncio.sleep(0.2)
+        await requests.put(pb.WatchRequest(create_request=W(key=b"zzz")))
+        nxt = await asyncio.wait_for(call.read(), 5)
+        assert nxt.created  # the stream lives on; the canceled watch sent nothing more
+    finally:
+        call.cancel()
+
+
+async def test_many_streams_and_writer_not_blocked(server: Server) -> None:
+    streams = [Stream(server) for _ in range(5)]
+    try:
+        for st in streams:
+            await st.create(key=b"m")
+        for i in range(20):
+            await put(server, b"m", b"%d" % i)
+        for st in streams:
+            vals = [(await st.recv()).events[0].kv.value for _ in range(20)]
+            assert vals == [b"%d" % i for i in range(20)]
+    finally:
+        for st in streams:
+            st.close()
