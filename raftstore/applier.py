@@ -30,19 +30,17 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, BinaryIO, Final, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, Protocol, TypeVar
 
 import msgpack
 
 from raftstore import metrics
 from raftstore.api.convert import kv_to_pb, range_end
 from raftstore.api.pb import rpc_pb2 as pb
-from raftstore.errors import BAD_COMMAND, KEY_NOT_FOUND, EtcdError, ErrorSpec, to_etcd_error
+from raftstore.errors import BAD_COMMAND, KEY_NOT_FOUND, ErrorSpec, EtcdError, to_etcd_error
 from raftstore.mvcc.types import Event, KeyValue, LeaseNotFoundError, RangeOptions
 
 if TYPE_CHECKING:
-    from google.protobuf.message import Message
-
     from raftstore.mvcc.kvstore import KVStore
     from raftstore.mvcc.kvstore_txn import StoreTxnWrite
 
@@ -69,7 +67,11 @@ _Cmp = pb.Compare
 # -- command encoding (the proposer's side) ---------------------------------------------
 
 
-def _envelope(op: str, req: Message | None = None, **fields: Any) -> bytes:
+class _Message(Protocol):
+    def SerializeToString(self) -> bytes: ...  # noqa: N802 - protobuf's name
+
+
+def _envelope(op: str, req: _Message | None = None, **fields: Any) -> bytes:
     env: dict[str, Any] = {"v": ENVELOPE_VERSION, "op": op}
     if req is not None:
         env["req"] = req.SerializeToString()

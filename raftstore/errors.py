@@ -132,7 +132,7 @@ def to_etcd_error(exc: BaseException) -> EtcdError | None:
         return exc
     if isinstance(exc, MVCCError):
         for cls in type(exc).__mro__:
-            spec = _MVCC.get(cls)  # type: ignore[call-overload]
+            spec = _MVCC.get(cls)
             if spec is not None:
                 return EtcdError(spec)
         return None

@@ -73,9 +73,9 @@ class LocalConsensus:
         metrics.COMMITTED_INDEX.set(self._index)
         return result
 
-    async def propose(self, command: bytes, timeout: float = 7.0) -> object:
+    async def propose(self, command: bytes, timeout: float = 7.0) -> object:  # noqa: ASYNC109
         return self.propose_sync(command)
 
-    async def read_barrier(self, timeout: float = 7.0) -> None:
+    async def read_barrier(self, timeout: float = 7.0) -> None:  # noqa: ASYNC109
         # Every proposal is applied before propose returns: local state is always current.
         await asyncio.sleep(0)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from raftstore.api.pb import kv_pb2
-from raftstore.mvcc.types import Event, KeyValue
+from raftstore.mvcc.types import Event, EventType, KeyValue
 
 
 def kv_to_pb(kv: KeyValue, *, keys_only: bool = False) -> kv_pb2.KeyValue:
@@ -18,7 +18,8 @@ def kv_to_pb(kv: KeyValue, *, keys_only: bool = False) -> kv_pb2.KeyValue:
 
 
 def event_to_pb(ev: Event, *, prev_kv: bool) -> kv_pb2.Event:
-    out = kv_pb2.Event(type=int(ev.type), kv=kv_to_pb(ev.kv))
+    kind = kv_pb2.Event.DELETE if ev.type == EventType.DELETE else kv_pb2.Event.PUT
+    out = kv_pb2.Event(type=kind, kv=kv_to_pb(ev.kv))
     if prev_kv and ev.prev_kv is not None:
         out.prev_kv.CopyFrom(kv_to_pb(ev.prev_kv))
     return out

@@ -51,11 +51,11 @@ async def start_grpc_server(
         ]
     )
     api = Api(state, consensus)
-    rpc_pb2_grpc.add_KVServicer_to_server(KVService(api), server)
-    rpc_pb2_grpc.add_WatchServicer_to_server(WatchService(api), server)
-    rpc_pb2_grpc.add_LeaseServicer_to_server(LeaseService(api), server)
-    rpc_pb2_grpc.add_ClusterServicer_to_server(ClusterService(api), server)
-    rpc_pb2_grpc.add_MaintenanceServicer_to_server(MaintenanceService(api), server)
+    rpc_pb2_grpc.add_KVServicer_to_server(KVService(api), server)  # type: ignore[no-untyped-call]
+    rpc_pb2_grpc.add_WatchServicer_to_server(WatchService(api), server)  # type: ignore[no-untyped-call]
+    rpc_pb2_grpc.add_LeaseServicer_to_server(LeaseService(api), server)  # type: ignore[no-untyped-call]
+    rpc_pb2_grpc.add_ClusterServicer_to_server(ClusterService(api), server)  # type: ignore[no-untyped-call]
+    rpc_pb2_grpc.add_MaintenanceServicer_to_server(MaintenanceService(api), server)  # type: ignore[no-untyped-call]
     ports = []
     for addr in listen:
         if tls is not None:

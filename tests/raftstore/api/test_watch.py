@@ -43,12 +43,12 @@ class Stream:
     async def send(self, req: pb.WatchRequest) -> None:
         await self.requests.put(req)
 
-    async def recv(self, timeout: float = 5.0) -> pb.WatchResponse:
-        return await asyncio.wait_for(self.responses.get(), timeout)
+    async def recv(self, wait: float = 5.0) -> pb.WatchResponse:
+        return await asyncio.wait_for(self.responses.get(), wait)
 
-    async def nothing(self, timeout: float = 0.3) -> None:
+    async def nothing(self, wait: float = 0.3) -> None:
         with pytest.raises(asyncio.TimeoutError):
-            await asyncio.wait_for(self.responses.get(), timeout)
+            await asyncio.wait_for(self.responses.get(), wait)
 
     def close(self) -> None:
         self.call.cancel()
