@@ -30,7 +30,7 @@ class ClusterService(rpc_pb2_grpc.ClusterServicer):
         self, request: pb.MemberListRequest, context: grpc.aio.ServicerContext
     ) -> pb.MemberListResponse:
         resp = pb.MemberListResponse(members=self.members())
-        self.api.fill(resp.header, self.api.state.revision)
+        self.api.fill(resp.header)  # etcd's cluster server sends no revision
         return resp
 
     @unary("Cluster")
