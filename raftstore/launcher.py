@@ -358,7 +358,7 @@ class Cluster:
         if wait:
             self.wait_ready(timeout)
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def stop(self, timeout: float = 5.0) -> None:
         """SIGTERM every member, SIGKILL those still alive after ``timeout``."""
         for m in self.members:
             if m.alive():

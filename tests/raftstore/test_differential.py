@@ -379,9 +379,9 @@ def test_txn(diff: Callable[[Scenario], None]) -> None:
 
 
 def _watch(s: Session, *args: str, writes: Callable[[], None] | None = None,
-           settle: float = 1.5) -> None:
+           settle: float = 1.0) -> None:
     proc = s.cluster.ctl.spawn("watch", *args)
-    time.sleep(1.0)
+    time.sleep(0.7)  # connected and created: the live writes come after the history
     if writes is not None:
         writes()
     time.sleep(settle)
