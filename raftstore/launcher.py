@@ -469,7 +469,9 @@ def main(argv: list[str] | None = None) -> int:
         description="Start a local raftstore (or etcd) cluster on loopback until Ctrl-C.",
     )
     parser.add_argument("--nodes", type=int, default=3)
-    parser.add_argument("--data-dir", required=True, help="base dir for data dirs and logs")
+    parser.add_argument("--data-dir", required=True,
+                        help="base dir for the members' data dirs (wiped at start: the ports "
+                             "are new every time) and their logs")
     parser.add_argument("--etcd", action="store_true", help="run real etcd instead")
     parser.add_argument("--unsafe-no-fsync", action="store_true")
     parser.add_argument("--snapshot-count", type=int)

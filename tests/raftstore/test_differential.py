@@ -467,6 +467,11 @@ def test_lease(diff: Callable[[Scenario], None]) -> None:
         s.run("lease", "timetolive", s.lease(0), "--keys")
         s.run("lease", "timetolive", s.lease(1), "--keys", "-w", "json")
         s.run("lease", "keep-alive", "--once", s.lease(0))
+        # lease list shows every lease of the cluster (other scenarios' too): only ours matter
+        res = s.run("lease", "list", record=False)
+        listed = set(res.stdout.split())
+        s.note("lease list includes this scenario's leases",
+               (res.rc, s.lease(0).zfill(16) in listed, s.lease(1).zfill(16) in listed))
         # re-put without --lease detaches the key from the lease
         s.run("put", s.k("b"), "2b")
         s.run("lease", "timetolive", s.lease(0), "--keys")
