@@ -57,6 +57,7 @@ log = logging.getLogger("raftstore.replication")
 
 _CMD_APPLY: Final = 0x10  # payload goes to StateMachine.apply
 _CMD_BARRIER: Final = 0x11  # read barrier: committed, never applied to the state machine
+_CMD_BATCH: Final = 0x12  # msgpack array of commands, applied in order; the result is a list
 
 # pysyncobj builds its journal with ``createJournal(conf.journalFile)``; let it accept a ready
 # journal object, so that ours (durable) is used without forking the library.
@@ -140,6 +141,9 @@ class _RaftNode(SyncObj):  # type: ignore[misc]
             return self._owner.state.apply(bytes(command[1:]))
         if kind == _CMD_BARRIER:
             return None
+        if kind == _CMD_BATCH:
+            apply = self._owner.state.apply
+            return [apply(c) for c in msgpack.unpackb(command[1:], raw=False)]
         return SyncObj._SyncObj__doApplyCommand(self, command)
 
     def submit(self, command: bytes, callback: Callable[[Any, int], None]) -> None:
@@ -154,6 +158,7 @@ class Replication:
         self.state = state
         self._loop: asyncio.AbstractEventLoop | None = None
         self._snapshot_status = SERIALIZER_STATE.NOT_SERIALIZING
+        self._batch: list[tuple[bytes, asyncio.Future[Any], float]] = []
         os.makedirs(cfg.data_dir, exist_ok=True)
         self._snapshot_path = os.path.join(cfg.data_dir, "snapshot.msgpack")
         self._journal = DurableJournal(os.path.join(cfg.data_dir, "raft.journal"), fsync=cfg.fsync)
@@ -362,7 +367,41 @@ class Replication:
         return fut
 
     async def propose(self, command: bytes, timeout: float = 7.0) -> object:
-        return await self._submit(bytes([_CMD_APPLY]) + command, timeout)
+        # Proposals made in the same event-loop iteration travel as one log entry: one append,
+        # one message per follower, one forward from a follower to the leader, instead of one
+        # per command (the log entry is the unit pysyncobj pays for).
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._batch.append((command, fut, timeout))
+        if len(self._batch) == 1:
+            asyncio.get_running_loop().call_soon(self._flush)
+        return await fut
+
+    def _flush(self) -> None:
+        batch, self._batch = self._batch, []
+        if not batch:
+            return
+        timeout = min(t for _, _, t in batch)
+        if len(batch) == 1:
+            entry = bytes([_CMD_APPLY]) + batch[0][0]
+        else:
+            entry = bytes([_CMD_BATCH]) + msgpack.packb([c for c, _, _ in batch], use_bin_type=True)
+        waiters = [f for _, f, _ in batch]
+
+        def done(f: asyncio.Future[Any]) -> None:
+            exc = f.exception()
+            results = [f.result()] if exc is None and len(waiters) == 1 else (
+                f.result() if exc is None else None
+            )
+            for i, w in enumerate(waiters):
+                if w.done():
+                    continue
+                if exc is not None:
+                    w.set_exception(exc)
+                else:
+                    assert results is not None
+                    w.set_result(results[i])
+
+        self._submit(entry, timeout).add_done_callback(done)
 
     async def read_barrier(self, timeout: float = 7.0) -> None:
         # Readers that arrive while a barrier is in flight wait for the next one: the barrier
