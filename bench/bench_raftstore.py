@@ -119,6 +119,7 @@ async def run_clients(concurrency: int, total: int, seconds: float,
     Returns count, errors, elapsed, ops/s and latency percentiles (ms)."""
     latencies: list[float] = []
     errors = 0
+    error_samples: dict[str, int] = {}
     next_op = 0
     deadline = time.monotonic() + seconds
 
@@ -130,8 +131,10 @@ async def run_clients(concurrency: int, total: int, seconds: float,
             t0 = time.perf_counter()
             try:
                 await op(w, n)
-            except grpc.aio.AioRpcError:
+            except grpc.aio.AioRpcError as exc:
                 errors += 1
+                sample = f"{exc.code().name}: {exc.details()}"
+                error_samples[sample] = error_samples.get(sample, 0) + 1
                 continue
             latencies.append(time.perf_counter() - t0)
 
@@ -143,6 +146,7 @@ async def run_clients(concurrency: int, total: int, seconds: float,
         "concurrency": concurrency,
         "count": len(latencies),
         "errors": errors,
+        "error_kinds": dict(sorted(error_samples.items(), key=lambda kv: -kv[1])[:5]),
         "elapsed_s": round(elapsed, 3),
         "ops_per_s": round(len(latencies) / elapsed, 1) if elapsed else 0.0,
         "p50_ms": round(percentile(latencies, 0.50) * 1000, 3),
@@ -299,10 +303,13 @@ METRICS: list[tuple[str, Callable[[dict[str, Any]], Any], str]] = [
     ("put p99 ms, 64 clients", lambda r: r["put_c64"]["p99_ms"], "lower"),
     ("put/s, 64 clients", lambda r: r["put_c64"]["ops_per_s"], "higher"),
     ("linearizable range/s, 64 clients", lambda r: r["range_c64"]["ops_per_s"], "higher"),
-    ("watch events/s, 100 watchers", lambda r: r["watch"]["delivered_per_s"], "higher"),
-    ("RSS MiB idle (3 members)", lambda r: round(r["rss_idle_bytes"] / 2**20, 1), "lower"),
+    ("watch events/s to 100 watchers (8 writers)",
+     lambda r: r["watch"]["delivered_per_s"], "higher"),
+    ("RSS MiB before the 1 KiB load", lambda r: round(r["rss_idle_bytes"] / 2**20, 1),
+     "lower"),
     ("RSS MiB after 1 KiB keys", lambda r: round(r["rss_loaded_bytes"] / 2**20, 1), "lower"),
     ("keys loaded for RSS", lambda r: r["rss_keys"], ""),
+    ("failed puts while loading", lambda r: r["load_1k"]["errors"], "lower"),
     ("1 KiB puts/s while loading", lambda r: r["load_1k"]["ops_per_s"], "higher"),
 ]
 
@@ -395,6 +402,9 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         if "error" in r:
             print(f"{r['label']}: FAILED: {r['error']}")
+        for phase, v in r.items():
+            if isinstance(v, dict) and v.get("error_kinds"):
+                print(f"{r['label']}: {phase}: failed requests: {v['error_kinds']}")
         cp = r.get("check_perf")
         if cp and "error" in cp:
             print(f"{r['label']}: check perf: {cp['error'][-200:]}")
