@@ -30,10 +30,41 @@ class Acked:
     lock: threading.Lock = field(default_factory=threading.Lock)
     writes: dict[bytes, bytes] = field(default_factory=dict)
     errors: int = 0
+    last: tuple[bytes, bytes] | None = None
 
     def add(self, key: bytes, value: bytes) -> None:
         with self.lock:
             self.writes[key] = value
+            self.last = (key, value)
+
+
+def stale_reader(endpoints: list[str], acked: Acked, stop: threading.Event,
+                 stale: list[str], reads: list[int]) -> None:
+    """Linearizable reads of the most recently acknowledged write, from every member in
+    turn, throughout the failover: a read that starts after an ack and misses it is stale.
+    Members that are down or without a leader answer errors, which are fine."""
+    clients = [Client(ep, deadline=1.0) for ep in endpoints]
+    i = 0
+    try:
+        while not stop.is_set():
+            with acked.lock:
+                last = acked.last
+            if last is None:
+                time.sleep(0.01)
+                continue
+            c = clients[i % len(clients)]
+            i += 1
+            try:
+                kv = c.get(last[0])
+            except grpc.RpcError:
+                time.sleep(0.01)
+                continue
+            reads[0] += 1
+            if kv is None or kv.value != last[1]:
+                stale.append(f"{c.endpoint}: {last[0]!r} -> {kv}")
+    finally:
+        for c in clients:
+            c.close()
 
 
 def writer(endpoints: list[str], prefix: bytes, n: int, acked: Acked, stop: threading.Event,
@@ -104,6 +135,11 @@ def test_leader_kill_under_load(kind: str, cluster_factory: Callable[..., Cluste
     stop = threading.Event()
     threads = [threading.Thread(target=writer, args=(cluster.endpoints, prefix, n, acked, stop, n),
                                 daemon=True) for n in range(4)]
+    stale: list[str] = []
+    reads = [0]
+    threads.append(threading.Thread(target=stale_reader,
+                                    args=(cluster.endpoints, acked, stop, stale, reads),
+                                    daemon=True))
     for t in threads:
         t.start()
     time.sleep(2.0)
@@ -138,7 +174,9 @@ def test_leader_kill_under_load(kind: str, cluster_factory: Callable[..., Cluste
         t.join(10)
     after = len(acked.writes)
     assert after > before, "no write acknowledged after the failover"
-    print(f"[{kind}] acknowledged writes: {after} ({acked.errors} failed attempts)")
+    print(f"[{kind}] acknowledged writes: {after} ({acked.errors} failed attempts), "
+          f"{reads[0]} linearizable reads of the latest ack, {len(stale)} stale")
+    assert not stale, f"stale linearizable reads: {stale[:5]}"
 
     # every acknowledged write is present, read linearizably from every surviving member
     for ep in survivors:
