@@ -553,6 +553,12 @@ def test_cluster_commands(diff: Callable[[Scenario], None]) -> None:
         res = s.run("endpoint", "status", record=False)
         s.note("endpoint status (simple) lines", len(res.stdout.splitlines()))
 
+        # hash values are the implementation's own; all members must agree on theirs
+        res = s.run("endpoint", "hashkv", "-w", "json", record=False)
+        hashes = json.loads(res.stdout) if res.rc == 0 else []
+        s.note("endpoint hashkv: every member answers, all equal",
+               (res.rc, len(hashes), len({h["HashKV"]["hash"] for h in hashes})))
+
         res = s.run("member", "list", record=False)
         rows = sorted(s.norm_text(res.stdout).splitlines(), key=lambda r: r.split(", ")[2])
         s.note("member list", [", ".join(r.split(", ")[1:]) for r in rows])
