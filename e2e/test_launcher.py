@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from raftstore import launcher
-from raftstore.launcher import Cluster, EtcdCluster, RaftstoreCluster
+from raftstore.launcher import Cluster, EtcdCluster
 from raftstore.testing.fixtures import raftstore_class, require_etcd, require_raftstore
 
 pytestmark = pytest.mark.timeout(120)
@@ -61,7 +61,3 @@ def test_kill_restart_leader(kind: str, cluster_factory: Callable[..., Cluster])
     cluster.restart(follower)
     out = cluster.ctl.only(follower).check("get", "during", "--print-value-only")
     assert out.strip() == "2"
-
-
-def test_raftstore_class_available() -> None:
-    assert RaftstoreCluster.available()
