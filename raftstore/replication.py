@@ -97,6 +97,9 @@ def member_id_for(name: str, peer_urls: list[str], token: str) -> int:
     return struct.unpack(">Q", digest[:8])[0] or 1
 
 
+_NO_SYNC_MESSAGES: Final = frozenset({"apply_command", "apply_command_response"})
+
+
 class _Backgrounded(Exception):
     """Raised by the snapshot serializer after handing the write to a thread (see below)."""
 
@@ -107,8 +110,16 @@ class _SyncingTransport(TCPTransport):  # type: ignore[misc]
     journal: DurableJournal | None = None
 
     def send(self, node: Any, message: Any) -> bool:
+        # Forwarding a proposal and telling the proposer its log index promise nothing about
+        # durability, so they skip the sync (otherwise every forwarded command would cost one
+        # fdatasync on the leader and defeat group commit). Everything else (appends, their
+        # acknowledgements, votes) leaves only after the journal is on disk.
         journal = self.journal
-        if journal is not None and journal.dirty:
+        if (
+            journal is not None
+            and journal.dirty
+            and message.get("type") not in _NO_SYNC_MESSAGES
+        ):
             journal.sync()
         return bool(super().send(node, message))
 
