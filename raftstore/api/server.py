@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import grpc
 
@@ -33,6 +33,56 @@ MAX_REVOKES_PER_CHECK: Final = 500  # etcd revokes at most 1000 leases a second
 _PORTS: weakref.WeakKeyDictionary[grpc.aio.Server, list[int]] = weakref.WeakKeyDictionary()
 
 
+class _Undecodable:
+    """Stands in for a request whose bytes are not a valid message."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: str) -> None:
+        self.error = error
+
+
+class _DecodeErrors(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Answers undecodable request bytes as etcd (grpc-go) does: INTERNAL, "grpc: error
+    unmarshalling request: ...". grpc's Python server would say UNKNOWN."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, Any] = {}
+
+    async def intercept_service(self, continuation: Any, details: Any) -> Any:
+        cached = self._cache.get(details.method)
+        if cached is not None:
+            return cached
+        handler = await continuation(details)
+        # Streams (Watch, LeaseKeepAlive) keep grpc's own answer: grpc.aio picks how to run a
+        # stream handler by its function type, which a wrapper would hide.
+        if handler is None or handler.request_deserializer is None or handler.unary_unary is None:
+            return handler
+        decode = handler.request_deserializer
+
+        def safe(data: bytes) -> Any:
+            try:
+                return decode(data)
+            except Exception as exc:  # noqa: BLE001 - any decode failure is the client's
+                return _Undecodable(str(exc) or type(exc).__name__)
+
+        async def refuse(context: grpc.aio.ServicerContext, bad: _Undecodable) -> None:
+            await context.abort(
+                grpc.StatusCode.INTERNAL, f"grpc: error unmarshalling request: {bad.error}"
+            )
+
+        inner = handler.unary_unary
+
+        async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            if isinstance(request, _Undecodable):
+                await refuse(context, request)
+            return await inner(request, context)
+
+        wrapped = handler._replace(request_deserializer=safe, unary_unary=unary)
+        self._cache[details.method] = wrapped
+        return wrapped
+
+
 async def start_grpc_server(
     *,
     state: EtcdStateMachine,
@@ -44,6 +94,7 @@ async def start_grpc_server(
     (port 0: any; see ``bound_ports``), with TLS when ``tls`` is (cert PEM, key PEM). Message
     size limits are etcd's defaults. Returns the started server (the caller stops it)."""
     server = grpc.aio.server(
+        interceptors=[_DecodeErrors()],
         options=[
             ("grpc.max_receive_message_length", MAX_RECV_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_SEND_MESSAGE_BYTES),
