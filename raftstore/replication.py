@@ -37,14 +37,17 @@ import os
 import struct
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
 import msgpack
 import pysyncobj.syncobj as _pso
+import pysyncobj.tcp_connection as _tcp
 from pysyncobj import SyncObj, SyncObjConf
 from pysyncobj.config import FAIL_REASON, SERIALIZER_STATE
+from pysyncobj.monotonic import monotonic as _pso_monotonic
 from pysyncobj.pipe_notifier import PipeNotifier
 from pysyncobj.transport import TCPTransport
 
@@ -73,6 +76,21 @@ def _create_journal(journal_file: Any) -> Any:
 _pso.createJournal = _create_journal
 
 
+class _StoredZlib:
+    """pysyncobj compresses every peer message with zlib level 3, which costs the leader more
+    CPU than it saves on a LAN or loopback; level 0 keeps the same framing (stored blocks) so
+    members of either kind still read each other."""
+
+    @staticmethod
+    def compress(data: bytes, level: int = 0) -> bytes:
+        return zlib.compress(data, 0)
+
+    decompress = staticmethod(zlib.decompress)
+
+
+_tcp.zlib = _StoredZlib  # type: ignore[assignment]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReplicationConfig:
     name: str
@@ -96,6 +114,8 @@ def member_id_for(name: str, peer_urls: list[str], token: str) -> int:
     digest = hashlib.sha1(("".join(sorted(peer_urls)) + token).encode()).digest()
     return struct.unpack(">Q", digest[:8])[0] or 1
 
+
+_LONG_APPLY: Final = 0.1  # seconds; see _RaftNode._forgive_long_apply
 
 _NO_SYNC_MESSAGES: Final = frozenset({"apply_command", "apply_command_response"})
 
@@ -148,14 +168,37 @@ class _RaftNode(SyncObj):  # type: ignore[misc]
         if self._journal.dirty:
             self._journal.sync()
         kind = command[0] if command else -1
-        if kind == _CMD_APPLY:
-            return self._owner.state.apply(bytes(command[1:]))
         if kind == _CMD_BARRIER:
             return None
-        if kind == _CMD_BATCH:
-            apply = self._owner.state.apply
-            return [apply(c) for c in msgpack.unpackb(command[1:], raw=False)]
-        return SyncObj._SyncObj__doApplyCommand(self, command)
+        if kind not in (_CMD_APPLY, _CMD_BATCH):
+            return SyncObj._SyncObj__doApplyCommand(self, command)
+        if self._isLeader():
+            # Tell the followers about the commit before spending time on our own apply, so
+            # that they apply in parallel and hear from the leader even if this apply is long.
+            self._owner._send_progress()
+        started = time.monotonic()
+        apply = self._owner.state.apply
+        if kind == _CMD_APPLY:
+            result: Any = apply(bytes(command[1:]))
+        else:
+            result = [apply(c) for c in msgpack.unpackb(command[1:], raw=False)]
+        took = time.monotonic() - started
+        if took > _LONG_APPLY:
+            log.warning("apply request took too long (%.3fs)", took)
+            self._forgive_long_apply()
+        return result
+
+    def _forgive_long_apply(self) -> None:
+        """A long apply (a DeleteRange over 50,000 keys takes most of a second) blocks this
+        member's tick, and the leader is blocked by the same entry. pysyncobj checks the
+        election deadline before it reads the heartbeat waiting in its socket, so without this a
+        follower would start an election against a healthy leader after every such entry:
+        time spent applying does not count towards the election timeout."""
+        if not self._isLeader():
+            # pysyncobj's clock (CLOCK_MONOTONIC_RAW), not time.monotonic.
+            self._SyncObj__raftElectionDeadline = (
+                _pso_monotonic() + self._SyncObj__generateRaftTimeout()
+            )
 
     def submit(self, command: bytes, callback: Callable[[Any, int], None]) -> None:
         self._applyCommand(command, callback)
@@ -170,6 +213,7 @@ class Replication:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._snapshot_status = SERIALIZER_STATE.NOT_SERIALIZING
         self._batch: list[tuple[bytes, asyncio.Future[Any], float]] = []
+        self._ready: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[Any], Any, int]] = []
         os.makedirs(cfg.data_dir, exist_ok=True)
         self._snapshot_path = os.path.join(cfg.data_dir, "snapshot.msgpack")
         self._journal = DurableJournal(os.path.join(cfg.data_dir, "raft.journal"), fsync=cfg.fsync)
@@ -235,18 +279,44 @@ class Replication:
         """Runs inside every tick, before the poll: send new entries / a new commit index to
         the followers now rather than at the next heartbeat."""
         node = self._node
+        if self._ready:
+            self._deliver_ready()
         if node._isLeader():
-            mark = (node._SyncObj__getCurrentLogIndex(), node.raftCommitIndex)
-            if mark != self._last_sent:
-                self._last_sent = mark
-                node._SyncObj__sendAppendEntries()
+            self._send_progress()
         leader = node._getLeader()
         if leader != self._last_leader:
             if leader is not None:
                 metrics.LEADER_CHANGES.inc()
+            log.info(
+                "leader is now %s (term %d)",
+                getattr(leader, "address", None) if leader is not None else "unknown",
+                node.raftCurrentTerm,
+            )
             self._last_leader = leader
 
+    def _send_progress(self) -> None:
+        """(Leader, raft thread) send appends now if the log grew or the commit index moved
+        since the last send."""
+        node = self._node
+        mark = (node._SyncObj__getCurrentLogIndex(), node.raftCommitIndex)
+        if mark != self._last_sent:
+            self._last_sent = mark
+            node._SyncObj__sendAppendEntries()
+
+    def _deliver_ready(self) -> None:
+        ready, self._ready = self._ready, []
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Any, Any, int]]] = {}
+        for loop, fut, result, err in ready:
+            by_loop.setdefault(loop, []).append((fut, result, err))
+        for loop, items in by_loop.items():
+            try:
+                loop.call_soon_threadsafe(_resolve_all, items)
+            except RuntimeError:  # the loop is closed: nobody is waiting any more
+                pass
+
     def _on_state_changed(self, old: int, new: int) -> None:
+        names = {0: "follower", 1: "candidate", 2: "leader"}
+        log.info("raft state %s -> %s", names.get(old, old), names.get(new, new))
         self._last_sent = (0, 0)
 
     # Snapshots. pysyncobj calls the serializer in the raft thread and then renames its temporary
@@ -362,7 +432,9 @@ class Replication:
         fut: asyncio.Future[Any] = loop.create_future()
 
         def done(result: Any, err: int) -> None:
-            loop.call_soon_threadsafe(_resolve, fut, result, err)
+            # Collected here and handed to the loop once per tick (see _after_tick): one wake-up
+            # of the event loop for every result of a tick instead of one per result.
+            self._ready.append((loop, fut, result, err))
 
         def expire() -> None:
             if not fut.done():
@@ -454,6 +526,11 @@ class Replication:
         except OSError:
             pass
         self._thread.join(timeout=5)
+
+
+def _resolve_all(items: list[tuple[asyncio.Future[Any], Any, int]]) -> None:
+    for fut, result, err in items:
+        _resolve(fut, result, err)
 
 
 def _resolve(fut: asyncio.Future[Any], result: Any, err: int) -> None:
