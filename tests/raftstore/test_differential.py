@@ -149,6 +149,9 @@ class Session:
             return f"granted with TTL({granted}s), remaining({'~' if ok else left}s)"
 
         text = re.sub(r"granted with TTL\((\d+)s\), remaining\((-?\d+)s\)", remaining, text)
+        # etcd prints a lease's keys in map order (random): compare them as a set
+        text = re.sub(r"attached keys\(\[([^\]]*)\]\)",
+                      lambda m: f"attached keys([{' '.join(sorted(m.group(1).split()))}])", text)
         text = re.sub(r"took = [0-9.]+[a-zµ]*s", "took = <t>", text)
         # -w fields: "ClusterID" : 123
         text = re.sub(r'^"(ClusterID|MemberID|RaftTerm)" : \d+$', r'"\1" : <erased>', text,
@@ -178,7 +181,8 @@ class Session:
             elif key in ("key", "value", "range_end") and isinstance(val, str):
                 out[key] = base64.b64decode(val).decode(errors="replace")
             elif key == "keys" and isinstance(val, list):
-                out[key] = [base64.b64decode(v).decode(errors="replace") for v in val]
+                # etcd lists a lease's keys in map order (random): compare them as a set
+                out[key] = sorted(base64.b64decode(v).decode(errors="replace") for v in val)
             elif key == "lease" and isinstance(val, int):
                 out[key] = self._lease_label(val)
             elif key in ("ID", "id") and isinstance(val, int):
