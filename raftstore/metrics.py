@@ -55,3 +55,8 @@ GRPC_LATENCY: Final = Histogram(
     ["grpc_service", "grpc_method"], registry=REGISTRY,
     buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
 )
+GC_PAUSE: Final = Histogram(
+    "raftstore_gc_pause_seconds", "Pauses of Python's cyclic garbage collector, by generation.",
+    ["generation"], registry=REGISTRY,
+    buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1),
+)

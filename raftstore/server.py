@@ -20,6 +20,44 @@ from raftstore.replication import Replication, ReplicationConfig
 log = structlog.get_logger("raftstore")
 
 
+GC_THAW_INTERVAL = 900.0  # seconds between full collections of the frozen heap
+
+
+def tune_gc() -> None:
+    """Keep Python's cyclic GC from stalling the member, and record its pauses in /metrics.
+
+    A full (generation 2) collection walks every tracked object; with a store of 50,000 keys
+    that measured 170-190 ms, every ~7 s under write load, on each member: the largest source of
+    slow requests. The store's objects hold no reference cycles (refcounting frees them), so
+    after each full collection the survivors are frozen (``gc.freeze``) and later collections
+    walk only what is newer. Cyclic garbage among frozen objects would not be found, so every
+    GC_THAW_INTERVAL the heap is thawed and collected once in full (``thaw_gc``)."""
+    import gc
+    import time
+
+    started = [0.0]
+
+    def callback(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started[0] = time.perf_counter()
+            return
+        generation = info["generation"]
+        metrics.GC_PAUSE.labels(str(generation)).observe(time.perf_counter() - started[0])
+        if generation == 2:
+            gc.freeze()
+
+    gc.callbacks.append(callback)
+
+
+async def thaw_gc() -> None:
+    import gc
+
+    while True:
+        await asyncio.sleep(GC_THAW_INTERVAL)
+        gc.unfreeze()
+        gc.collect()
+
+
 def configure_logging(level: str) -> None:
     lvl = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING,
            "error": logging.ERROR}[level]
@@ -91,6 +129,7 @@ class Member:
             await self._start_metrics(url, tls)
         self._tasks.append(asyncio.create_task(run_lease_expiry(self.state, self.replication)))
         self._tasks.append(asyncio.create_task(self._publish()))
+        self._tasks.append(asyncio.create_task(thaw_gc()))
         log.info("member started", name=self.cfg.name, clients=self.cfg.listen_client_urls,
                  peer=self.cfg.listen_peer_urls[0], member_id=f"{self.replication.member_id:x}",
                  fsync=not self.cfg.unsafe_no_fsync)
@@ -167,6 +206,7 @@ class Member:
 
 
 async def serve(cfg: Config) -> None:
+    tune_gc()
     member = Member(cfg)
     await member.start()
     stop = asyncio.Event()
