@@ -88,7 +88,7 @@ class _StoredZlib:
     decompress = staticmethod(zlib.decompress)
 
 
-_tcp.zlib = _StoredZlib  # type: ignore[assignment]
+_tcp.zlib = _StoredZlib
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -366,7 +366,7 @@ class Replication:
         status = self._snapshot_status
         if status in (SERIALIZER_STATE.SUCCESS, SERIALIZER_STATE.FAILED):
             self._snapshot_status = SERIALIZER_STATE.NOT_SERIALIZING
-        return status
+        return int(status)
 
     def _read_snapshot(self, path: str) -> tuple[Any, Any, Any]:
         with open(path, "rb") as f:

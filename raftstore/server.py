@@ -119,7 +119,7 @@ class Member:
 
         tls = None
         if self.cfg.cert_file and self.cfg.key_file:
-            with open(self.cfg.cert_file, "rb") as c, open(self.cfg.key_file, "rb") as k:
+            with open(self.cfg.cert_file, "rb") as c, open(self.cfg.key_file, "rb") as k:  # noqa: ASYNC230 - once at start-up
                 tls = (c.read(), k.read())
         listen = [_peer_addr(u) for u in self.cfg.listen_client_urls]
         self._grpc = await start_grpc_server(
