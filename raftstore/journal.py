@@ -23,8 +23,10 @@ entry is applied.
 
 from __future__ import annotations
 
+import logging
 import os
 import struct
+import time
 import zlib
 from typing import Any, Final
 
@@ -33,6 +35,9 @@ from pysyncobj.journal import Journal
 
 from raftstore import metrics
 
+log = logging.getLogger("raftstore.journal")
+
+_SLOW_SYNC: Final = 0.1  # seconds; etcd warns at 1 s, we want to see smaller stalls too
 _HEADER: Final = struct.Struct("<IIQQ")  # payload length, crc32 of the rest, idx, term
 
 Entry = tuple[bytes, int, int]  # (command, idx, term) as pysyncobj stores them
@@ -110,9 +115,19 @@ class DurableJournal(Journal):  # type: ignore[misc]
             self._needs_sync = True
         if self._needs_sync:
             if self._fsync:
+                started = time.monotonic()
                 os.fdatasync(self._fd)
+                took = time.monotonic() - started
                 metrics.JOURNAL_SYNCS.inc()
+                metrics.JOURNAL_SYNC_SECONDS.observe(took)
+                if took > _SLOW_SYNC:
+                    log.warning("slow fdatasync of the raft journal (%.3fs)", took)
             self._needs_sync = False
+
+    @property
+    def byte_size(self) -> int:
+        """Bytes of the entries held (on disk or buffered)."""
+        return self._size
 
     @property
     def dirty(self) -> bool:

@@ -60,3 +60,8 @@ GC_PAUSE: Final = Histogram(
     ["generation"], registry=REGISTRY,
     buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1),
 )
+JOURNAL_SYNC_SECONDS: Final = Histogram(
+    "etcd_disk_wal_fsync_duration_seconds", "Latency of the raft journal's fdatasync.",
+    registry=REGISTRY,
+    buckets=(0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1, 2),
+)

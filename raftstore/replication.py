@@ -120,6 +120,28 @@ _LONG_APPLY: Final = 0.1  # seconds; see _RaftNode._forgive_long_apply
 _NO_SYNC_MESSAGES: Final = frozenset({"apply_command", "apply_command_response"})
 
 
+class _SteadyWriter:
+    """File wrapper for snapshots: flushes to disk every few MiB, so that the final fsync (and
+    the raft journal's fdatasync that may queue behind it on the same disk) never waits for a
+    whole large snapshot's writeback at once."""
+
+    _EVERY: Final = 4 << 20
+
+    def __init__(self, f: Any, sync: bool) -> None:
+        self._f = f
+        self._sync = sync
+        self._unsynced = 0
+
+    def write(self, data: bytes) -> int:
+        n = int(self._f.write(data))
+        self._unsynced += n
+        if self._sync and self._unsynced >= self._EVERY:
+            self._f.flush()
+            os.fdatasync(self._f.fileno())
+            self._unsynced = 0
+        return n
+
+
 class _Backgrounded(Exception):
     """Raised by the snapshot serializer after handing the write to a thread (see below)."""
 
@@ -240,13 +262,18 @@ class Replication:
             serializer=self._write_snapshot,
             deserializer=self._read_snapshot,
             serializeChecker=self._check_snapshot,
-            logCompactionMinEntries=cfg.snapshot_count,
+            # Members snapshot at staggered log lengths so that they do not all write (and
+            # fsync) a large snapshot at the same moment.
+            logCompactionMinEntries=cfg.snapshot_count
+            + sorted(cfg.peers).index(cfg.name) * cfg.snapshot_count // (2 * len(cfg.peers)),
             logCompactionMinTime=3600 * 24,
             password=cfg.password,
             bindAddress=cfg.bind_peer,
             dynamicMembershipChange=False,
             onStateChanged=self._on_state_changed,
         )
+        self._snapshot_floor = int(conf.logCompactionMinEntries)
+        self._entry_bytes = 0.0
         others = [addr for name, addr in cfg.peers.items() if name != cfg.name]
         self._node = _RaftNode(self, cfg.self_peer, others, conf, self._journal)
         self._waker = PipeNotifier(self._node._poller)
@@ -338,6 +365,8 @@ class Replication:
             use_bin_type=True,
         )
         writer = self.state.snapshot_writer()
+        entries = len(self._journal)
+        self._entry_bytes = self._journal.byte_size / entries if entries else 0.0
         self._snapshot_status = SERIALIZER_STATE.SERIALIZING
         threading.Thread(
             target=self._write_snapshot_file, args=(head, writer), name="snapshot", daemon=True
@@ -346,21 +375,36 @@ class Replication:
 
     def _write_snapshot_file(self, head: bytes, writer: Callable[[Any], None]) -> None:
         part = self._snapshot_path + ".part"
+        started = time.monotonic()
         try:
-            with open(part, "wb") as f:
+            with open(part, "wb") as raw:
+                f = _SteadyWriter(raw, self.cfg.fsync)
                 f.write(struct.pack(">I", len(head)))
                 f.write(head)
                 writer(f)
-                f.flush()
+                raw.flush()
                 if self.cfg.fsync:
-                    os.fsync(f.fileno())
+                    os.fsync(raw.fileno())
             os.replace(part, self._snapshot_path)
             if self.cfg.fsync:
                 fsync_dir(self.cfg.data_dir)
+            size = os.path.getsize(self._snapshot_path)
+            self._adapt_snapshot_threshold(size)
             self._snapshot_status = SERIALIZER_STATE.SUCCESS
+            log.info("snapshot written (%d bytes, %.3fs)", size, time.monotonic() - started)
         except Exception:
             log.exception("snapshot failed")
             self._snapshot_status = SERIALIZER_STATE.FAILED
+
+    def _adapt_snapshot_threshold(self, snapshot_bytes: int) -> None:
+        """Snapshot again only once the log holds at least half the snapshot's size: writing a
+        large state every ``--snapshot-count`` entries would cost more disk bandwidth than the
+        writes themselves. This bounds snapshot traffic at about twice the write traffic, and
+        the log kept in memory at about half the state."""
+        base = self._node._getConf()
+        floor = self._snapshot_floor
+        if self._entry_bytes > 0:
+            base.logCompactionMinEntries = max(floor, int(snapshot_bytes / 2 / self._entry_bytes))
 
     def _check_snapshot(self) -> int:
         status = self._snapshot_status
