@@ -148,13 +148,18 @@ class DurableJournal(Journal):  # type: ignore[misc]
     def deleteEntriesFrom(self, entryFrom: int) -> None:  # noqa: N802 (pysyncobj's name)
         if entryFrom >= len(self._entries):
             return
-        self.sync()
         new_size = self._ends[entryFrom - 1] if entryFrom > 0 else 0
+        written = self._size - len(self._pending)
         del self._entries[entryFrom:]
         del self._ends[entryFrom:]
-        os.ftruncate(self._fd, new_size)
+        if new_size >= written:
+            # Only buffered entries go: trim the buffer, no disk work.
+            del self._pending[new_size - written :]
+        else:
+            self._pending.clear()
+            os.ftruncate(self._fd, new_size)
+            self._needs_sync = True
         self._size = new_size
-        self._needs_sync = True
 
     def deleteEntriesTo(self, entryTo: int) -> None:  # noqa: N802
         self._rewrite(self._entries[entryTo:])

@@ -165,6 +165,33 @@ class _SyncingTransport(TCPTransport):  # type: ignore[misc]
             journal.sync()
         return bool(super().send(node, message))
 
+    def setOnMessageReceivedCallback(self, callback: Any) -> None:  # noqa: N802
+        """pysyncobj advances a follower's next index optimistically when it sends, but on each
+        successful reply sets it back to what that reply acknowledged, so every append still
+        in flight is sent again and the follower truncates and rewrites its log. Keep the
+        optimistic index on success (a gap still makes the follower answer with a reset)."""
+        if callback is None:
+            super().setOnMessageReceivedCallback(None)
+            return
+        raft = self._syncObj
+
+        def received(node: Any, message: Any) -> None:
+            keep = None
+            if (
+                isinstance(message, dict)
+                and message.get("type") == "next_node_idx"
+                and message.get("success")
+                and not message.get("reset")
+            ):
+                keep = raft._SyncObj__raftNextIndex.get(node)
+            callback(node, message)
+            if keep is not None:
+                next_index = raft._SyncObj__raftNextIndex
+                if node in next_index and next_index[node] < keep:
+                    next_index[node] = keep
+
+        super().setOnMessageReceivedCallback(received)
+
 
 class _RaftNode(SyncObj):  # type: ignore[misc]
     def __init__(
