@@ -9,7 +9,7 @@
 # with grpcio-tools==1.74.0 to keep them.
 set -eu
 cd "$(dirname "$0")/.."
-PYTHON="${PYTHON:-/tmp/venv/bin/python}"
+PYTHON="${PYTHON:-.venv/bin/python}"
 "$PYTHON" -m grpc_tools.protoc -I. \
     --python_out=. --grpc_python_out=. --pyi_out=. \
     raftstore/api/pb/kv.proto raftstore/api/pb/rpc.proto
