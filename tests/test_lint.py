@@ -20,7 +20,7 @@ def _tool(name: str) -> str:
 
 
 def test_ruff() -> None:
-    out = subprocess.run([_tool("ruff"), "check", "raftstore", "tests", "e2e", "bench"],
+    out = subprocess.run([_tool("ruff"), "check", "raftstore", "storage", "apiserver", "tests", "e2e", "bench"],
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
 

@@ -1,0 +1,1 @@
+"""The API server: stateless aiohttp replicas over the storage layer (DESIGN.md)."""
