@@ -1,0 +1,501 @@
+"""Benchmark: the API server on each storage backend, against a bare aiohttp ceiling, in one run.
+
+    python bench/bench_apiserver.py --out /tmp/api.json            # about 10 minutes
+    python bench/bench_apiserver.py --quick                        # about 4 minutes
+
+Series (each started fresh, loopback only, TLS everywhere the server has it):
+
+  plat-server (embedded)          the all-in-one default: apiserver + in-process store
+  2 apiservers / raftstore x3     plat-server + plat-apiserver over a three-member raftstore
+  2 apiservers / etcd x3          the same over a three-member etcd 3.4
+  bare aiohttp (ceiling)          aiohttp + uvloop + orjson returning the same ConfigMap
+
+Figures per series: ConfigMap creates/s and p50/p99 at 32 clients (spread over the replicas);
+the store's raw put rate at the same concurrency (gRPC puts of the same bytes; in-process
+creates for the embedded store); gets/s of one object from one replica; a list of 10,000
+ConfigMaps (ms, from the watch cache); watch delivery latency (write acknowledged -> event
+received) p50/p99 with N watchers while a writer makes 100 writes/s, and whether any watcher
+saw a gap. Ratios: gets against the bare ceiling, creates against the raw store.
+
+The load generator is one asyncio process on the same 2-core machine as the servers, so every
+figure includes its share of the CPU. Nothing here is asserted: it prints a table and writes
+JSON (``--out``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import os
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import aiohttp  # noqa: E402
+import orjson  # noqa: E402
+
+from apiserver.testing.launcher import ApiServerProcess  # noqa: E402
+from raftstore.launcher import Cluster, EtcdCluster, RaftstoreCluster, free_ports  # noqa: E402
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan:
+    creates: int
+    create_clients: int
+    gets: int
+    get_clients: int
+    list_items: int
+    list_repeats: int
+    watchers: int
+    watch_writes: int
+    write_rate: float
+
+
+FULL = Plan(creates=6000, create_clients=32, gets=20000, get_clients=32, list_items=10000,
+            list_repeats=5, watchers=1000, watch_writes=1000, write_rate=100.0)
+QUICK = Plan(creates=1500, create_clients=32, gets=5000, get_clients=32, list_items=10000,
+             list_repeats=3, watchers=200, watch_writes=300, write_rate=100.0)
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
+
+
+def configmap(name: str, stamp: float = 0.0) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "labels": {"bench": "yes"}},
+            "data": {"payload": "x" * 200, "stamp": repr(stamp)}}
+
+
+async def run_clients(concurrency: int, total: int,
+                      op: Callable[[int], Awaitable[None]]) -> dict[str, Any]:
+    """``total`` calls of ``op(i)`` from ``concurrency`` workers; latencies and failures."""
+    latencies: list[float] = []
+    failures: dict[str, int] = {}
+    counter = iter(range(total))
+
+    async def worker() -> None:
+        for i in counter:
+            t0 = time.perf_counter()
+            try:
+                await op(i)
+            except Exception as exc:  # noqa: BLE001 - counted, printed
+                key = f"{type(exc).__name__}: {str(exc)[:80]}"
+                failures[key] = failures.get(key, 0) + 1
+                continue
+            latencies.append(time.perf_counter() - t0)
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    elapsed = time.perf_counter() - t0
+    return {"ops": len(latencies), "per_s": round(len(latencies) / elapsed, 1),
+            "p50_ms": round(percentile(latencies, 0.50) * 1000, 2),
+            "p99_ms": round(percentile(latencies, 0.99) * 1000, 2),
+            "failures": failures}
+
+
+class Http:
+    """aiohttp sessions to one or more API servers with the admin credentials."""
+
+    def __init__(self, urls: list[str], ctx: ssl.SSLContext, limit: int = 64) -> None:
+        self.urls = urls
+        self.session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(ssl=ctx, limit=limit * max(1, len(urls))),
+            timeout=aiohttp.ClientTimeout(total=60),
+        )
+
+    async def request(self, method: str, path: str, *, replica: int = 0,
+                      body: Any = None, expect: int = 200) -> bytes:
+        url = self.urls[replica % len(self.urls)] + path
+        data = orjson.dumps(body) if body is not None else None
+        async with self.session.request(
+            method, url, data=data, headers={"Content-Type": "application/json",
+                                             "Accept": "application/json"},
+        ) as resp:
+            raw = await resp.read()
+            if resp.status != expect:
+                raise RuntimeError(f"{method} {path}: {resp.status} {raw[:120]!r}")
+            return raw
+
+    async def close(self) -> None:
+        await self.session.close()
+
+
+async def ensure_namespace(http: Http, ns: str) -> None:
+    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+    try:
+        await http.request("POST", "/api/v1/namespaces", body=body, expect=201)
+    except RuntimeError as exc:
+        if "409" not in str(exc):
+            raise
+
+
+async def api_phases(urls: list[str], ctx: ssl.SSLContext, plan: Plan,
+                     log: Callable[[str], None]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    http = Http(urls, ctx, limit=max(plan.create_clients, plan.get_clients))
+    try:
+        await ensure_namespace(http, "bench")
+        path = "/api/v1/namespaces/bench/configmaps"
+
+        async def create(i: int) -> None:
+            await http.request("POST", path, replica=i, body=configmap(f"c{i}"), expect=201)
+
+        log(f"creates x{plan.creates} at {plan.create_clients} clients")
+        out["create"] = await run_clients(plan.create_clients, plan.creates, create)
+
+        async def get(i: int) -> None:
+            await http.request("GET", f"{path}/c{i % 100}")
+
+        log(f"gets x{plan.gets} at {plan.get_clients} clients (one replica)")
+        out["get"] = await run_clients(plan.get_clients, plan.gets, get)
+
+        # the list: top the namespace up to list_items objects in a second namespace
+        await ensure_namespace(http, "bench-list")
+        lpath = "/api/v1/namespaces/bench-list/configmaps"
+
+        async def fill(i: int) -> None:
+            await http.request("POST", lpath, replica=i, body=configmap(f"l{i}"), expect=201)
+
+        log(f"loading {plan.list_items} objects for the list")
+        out["list_load"] = await run_clients(32, plan.list_items, fill)
+        times = []
+        for _ in range(plan.list_repeats):
+            t0 = time.perf_counter()
+            raw = await http.request("GET", lpath)
+            times.append(time.perf_counter() - t0)
+            n = len(orjson.loads(raw)["items"])
+        out["list"] = {"items": n, "best_ms": round(min(times) * 1000, 1),
+                       "median_ms": round(statistics.median(times) * 1000, 1),
+                       "bytes": len(raw)}
+        log(f"list of {n}: best {out['list']['best_ms']} ms")
+        out["watch"] = await watch_latency(http, urls, ctx, plan, log)
+    finally:
+        await http.close()
+    return out
+
+
+async def watch_latency(http: Http, urls: list[str], ctx: ssl.SSLContext, plan: Plan,
+                        log: Callable[[str], None]) -> dict[str, Any]:
+    """N watchers of one namespace; a writer updates one object at ``write_rate``; each
+    event's latency is receive time minus the time its write was acknowledged."""
+    await ensure_namespace(http, "bench-watch")
+    path = "/api/v1/namespaces/bench-watch/configmaps"
+    raw = await http.request("POST", path, body=configmap("w", 0.0), expect=201)
+    start_rv = orjson.loads(raw)["metadata"]["resourceVersion"]
+    acked: dict[str, float] = {}  # resourceVersion -> ack time
+    received: list[list[tuple[str, float]]] = [[] for _ in range(plan.watchers)]
+    sessions = [aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, limit=0),
+                                      timeout=aiohttp.ClientTimeout(total=None))
+                for _ in range(4)]
+    opened = asyncio.Event()
+    n_open = 0
+    done = asyncio.Event()
+
+    async def watcher(i: int) -> None:
+        nonlocal n_open
+        s = sessions[i % len(sessions)]
+        url = (urls[i % len(urls)] + path +
+               f"?watch=1&resourceVersion={start_rv}&timeoutSeconds=600")
+        async with s.get(url) as resp:
+            n_open += 1
+            if n_open == plan.watchers:
+                opened.set()
+            buf = b""
+            while not done.is_set():
+                chunk = await resp.content.readany()
+                if not chunk:
+                    break
+                now = time.perf_counter()
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    if not line.strip():
+                        continue
+                    ev = orjson.loads(line)
+                    received[i].append((ev["object"]["metadata"]["resourceVersion"], now))
+                if len(received[i]) >= plan.watch_writes:
+                    return
+
+    log(f"opening {plan.watchers} watchers")
+    tasks = [asyncio.create_task(watcher(i)) for i in range(plan.watchers)]
+    await asyncio.wait_for(opened.wait(), 120)
+    await asyncio.sleep(1.0)
+    log(f"writing {plan.watch_writes} updates at {plan.write_rate}/s")
+    interval = 1.0 / plan.write_rate
+    t_next = time.perf_counter()
+    failures = 0
+    for n in range(plan.watch_writes):
+        t_next += interval
+        body = configmap("w", float(n))
+        try:
+            raw = await http.request("PUT", f"{path}/w", body=body)
+            acked[orjson.loads(raw)["metadata"]["resourceVersion"]] = time.perf_counter()
+        except RuntimeError:
+            failures += 1
+        delay = t_next - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+    try:
+        await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 60)
+    except TimeoutError:
+        pass
+    done.set()
+    for t in tasks:
+        t.cancel()
+    for s in sessions:
+        await s.close()
+    lat: list[float] = []
+    gaps = 0
+    for events in received:
+        rvs = [rv for rv, _ in events]
+        if rvs != [rv for rv in acked if rv in set(rvs)] or len(rvs) < len(acked):
+            gaps += 1
+        lat.extend(t - acked[rv] for rv, t in events if rv in acked and t >= acked[rv])
+    return {"watchers": plan.watchers, "writes": len(acked), "write_failures": failures,
+            "events": sum(len(e) for e in received),
+            "p50_ms": round(percentile(lat, 0.5) * 1000, 1),
+            "p99_ms": round(percentile(lat, 0.99) * 1000, 1),
+            "watchers_with_gaps_or_missing": gaps}
+
+
+# -- raw store put rate -------------------------------------------------------------------------
+
+
+async def raw_grpc_puts(endpoints: list[str], concurrency: int, total: int) -> dict[str, Any]:
+    import grpc
+
+    from raftstore.api.pb import rpc_pb2, rpc_pb2_grpc
+
+    channels = [grpc.aio.insecure_channel(ep) for ep in endpoints]
+    stubs = [rpc_pb2_grpc.KVStub(c) for c in channels]  # type: ignore[no-untyped-call]
+    value = orjson.dumps(configmap("raw"))
+
+    async def put(i: int) -> None:
+        await stubs[i % len(stubs)].Put(
+            rpc_pb2.PutRequest(key=f"/bench/raw/{i}".encode(), value=value), timeout=10)
+
+    try:
+        return await run_clients(concurrency, total, put)
+    finally:
+        for c in channels:
+            await c.close()
+
+
+async def raw_embedded_creates(concurrency: int, total: int) -> dict[str, Any]:
+    from storage.factory import StorageConfig, open_storage
+
+    with tempfile.TemporaryDirectory() as d:
+        store = await open_storage(StorageConfig(backend="embedded", data_dir=d,
+                                                 compaction_interval=0))
+        try:
+            async def create(i: int) -> None:
+                await store.create(f"/registry/configmaps/bench/r{i}", configmap(f"r{i}"))
+
+            return await run_clients(concurrency, total, create)
+        finally:
+            await store.close()
+
+
+# -- bare ceiling ---------------------------------------------------------------------------------
+
+BARE_SERVER = r'''
+import asyncio, ssl, sys
+import orjson, uvloop
+from aiohttp import web
+obj = orjson.loads(sys.argv[4])
+async def get(request):
+    return web.Response(body=orjson.dumps(obj), content_type="application/json")
+app = web.Application()
+app.router.add_get("/api/v1/namespaces/{ns}/configmaps/{name}", get)
+ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+ctx.load_cert_chain(sys.argv[2], sys.argv[3])
+uvloop.install()
+web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), ssl_context=ctx, print=None,
+            access_log=None)
+'''
+
+
+async def bare_ceiling(plan: Plan, sample: dict[str, Any], log: Callable[[str], None]
+                       ) -> dict[str, Any]:
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "bare")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .sign(key, hashes.SHA256()))
+    with tempfile.TemporaryDirectory() as d:
+        cp, kp = Path(d) / "c.pem", Path(d) / "k.pem"
+        cp.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        kp.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                         serialization.PrivateFormat.PKCS8,
+                                         serialization.NoEncryption()))
+        port = free_ports(1)[0]
+        proc = subprocess.Popen([sys.executable, "-c", BARE_SERVER, str(port), str(cp),  # noqa: ASYNC220
+                                 str(kp), json.dumps(sample)])
+        try:
+            ctx = ssl.create_default_context(cafile=str(cp))
+            url = f"https://127.0.0.1:{port}"
+            http = Http([url], ctx, limit=plan.get_clients)
+            for _ in range(100):
+                try:
+                    await http.request("GET", "/api/v1/namespaces/bench/configmaps/c0")
+                    break
+                except (aiohttp.ClientError, OSError):
+                    await asyncio.sleep(0.1)
+
+            async def get(i: int) -> None:
+                await http.request("GET", f"/api/v1/namespaces/bench/configmaps/c{i % 100}")
+
+            log(f"bare gets x{plan.gets}")
+            res = await run_clients(plan.get_clients, plan.gets, get)
+            await http.close()
+            return {"get": res}
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+
+# -- series ---------------------------------------------------------------------------------------
+
+
+def run_series(label: str, plan: Plan, base: Path, store: str) -> dict[str, Any]:
+    def log(msg: str) -> None:
+        print(f"[{label}] {msg}", flush=True)
+
+    cluster: Cluster | None = None
+    servers: list[ApiServerProcess] = []
+    try:
+        endpoints: list[str] = []
+        if store != "embedded":
+            cls = RaftstoreCluster if store == "raftstore" else EtcdCluster
+            cluster = cls(base / f"{store}-cluster", nodes=3)
+            cluster.start(timeout=60)
+            endpoints = [m.client_url for m in cluster.members]
+            log(f"{store} x3 up")
+        main = ApiServerProcess(base / f"{store}-api", etcd_servers=endpoints).start()
+        servers.append(main)
+        if store != "embedded":
+            servers.append(replica_of(main, endpoints, base / f"{store}-api2"))
+        log(f"{len(servers)} apiserver(s) up")
+        ctx = main.ssl_context()
+        result: dict[str, Any] = {"label": label}
+        result.update(asyncio.run(api_phases([s.url for s in servers], ctx, plan, log)))
+        if store == "embedded":
+            result["raw"] = asyncio.run(raw_embedded_creates(plan.create_clients, plan.creates))
+        else:
+            result["raw"] = asyncio.run(raw_grpc_puts(
+                [m.endpoint for m in cluster.members] if cluster else [],
+                plan.create_clients, plan.creates))
+        log(f"raw store puts/s: {result['raw']['per_s']}")
+        return result
+    finally:
+        for s in servers:
+            s.stop()
+        if cluster is not None:
+            cluster.stop()
+
+
+def replica_of(main: ApiServerProcess, endpoints: list[str], base: Path) -> ApiServerProcess:
+    pki = main.data_dir / "pki"
+    return ApiServerProcess(
+        base, program="plat-apiserver", etcd_servers=endpoints, kubeconfig=main.kubeconfig,
+        extra_args=["--tls-cert-file", str(pki / "apiserver.crt"),
+                    "--tls-private-key-file", str(pki / "apiserver.key"),
+                    "--client-ca-file", str(pki / "ca.crt")],
+    ).start()
+
+
+def report(results: list[dict[str, Any]], bare: dict[str, Any]) -> str:
+    rows: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
+        ("creates/s, 32 clients", lambda r: r["create"]["per_s"]),
+        ("create p50 ms", lambda r: r["create"]["p50_ms"]),
+        ("create p99 ms", lambda r: r["create"]["p99_ms"]),
+        ("raw store puts/s, 32 clients", lambda r: r["raw"]["per_s"]),
+        ("creates / raw store", lambda r: round(r["create"]["per_s"] / r["raw"]["per_s"], 2)),
+        ("gets/s, one replica", lambda r: r["get"]["per_s"]),
+        ("gets / bare ceiling", lambda r: round(r["get"]["per_s"] / bare["get"]["per_s"], 2)),
+        ("get p99 ms", lambda r: r["get"]["p99_ms"]),
+        ("list of 10,000 best ms", lambda r: r["list"]["best_ms"]),
+        ("list median ms", lambda r: r["list"]["median_ms"]),
+        ("watch p50 ms", lambda r: r["watch"]["p50_ms"]),
+        ("watch p99 ms", lambda r: r["watch"]["p99_ms"]),
+        ("watchers", lambda r: r["watch"]["watchers"]),
+        ("watchers with gaps/missing", lambda r: r["watch"]["watchers_with_gaps_or_missing"]),
+    ]
+    labels = [r["label"] for r in results]
+    width = max(len(n) for n, _ in rows) + 2
+    cols = [max(len(lb), 10) + 2 for lb in labels]
+    header = "".join(lb.rjust(c) for lb, c in zip(labels, cols, strict=True))
+    lines = ["metric".ljust(width) + header]
+    lines.append("-" * len(lines[0]))
+    for name, get in rows:
+        cells = []
+        for r, c in zip(results, cols, strict=True):
+            try:
+                cells.append(str(get(r)).rjust(c))
+            except (KeyError, TypeError, ZeroDivisionError):
+                cells.append("-".rjust(c))
+        lines.append(name.ljust(width) + "".join(cells))
+    lines.append(f"bare aiohttp ceiling gets/s: {bare['get']['per_s']} "
+                 f"(p99 {bare['get']['p99_ms']} ms)")
+    for r in results:
+        for phase in ("create", "get", "list_load", "raw"):
+            if r.get(phase, {}).get("failures"):
+                lines.append(f"{r['label']}: {phase}: failures {r[phase]['failures']}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--only", default="embedded,raftstore,etcd",
+                   help="comma list of series: embedded, raftstore, etcd")
+    p.add_argument("--out", help="write the results as JSON here")
+    args = p.parse_args(argv)
+    plan = QUICK if args.quick else FULL
+    results = []
+    with tempfile.TemporaryDirectory(prefix="bench-api-") as d:
+        base = Path(d)
+        labels = {"embedded": "plat-server (embedded)",
+                  "raftstore": "2 apiservers / raftstore x3",
+                  "etcd": "2 apiservers / etcd x3"}
+        for store in args.only.split(","):
+            results.append(run_series(labels[store], plan, base, store))
+        bare = asyncio.run(bare_ceiling(plan, configmap("c0"), print))
+    table = report(results, bare)
+    print(table)
+    if args.out:
+        Path(args.out).write_text(json.dumps({"plan": dataclasses.asdict(plan), "results": results,
+                                              "bare": bare, "table": table,
+                                              "cpus": os.cpu_count()}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
