@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from storage.errors import StorageError
@@ -130,6 +130,17 @@ class Watcher(Protocol):
 
     def stop(self) -> None:
         """Stop the watch; idempotent; safe from any task of the loop."""
+
+
+@runtime_checkable
+class ProgressRequester(Protocol):
+    """Optional extra of a backend Watcher (etcd's WatchProgressRequest): after
+    ``request_progress()`` a watch opened with ``allow_watch_bookmarks`` soon yields a BOOKMARK
+    at the store's current revision, ordered after every event at or below it. The cacher
+    uses it to serve consistent lists from memory on a prefix with no recent writes (upstream
+    ``RequestWatchProgress``); without it the cacher falls back to the backend for them."""
+
+    async def request_progress(self) -> None: ...
 
 
 # guaranteed_update's callback: (current object, or None when absent and ignore_not_found)
