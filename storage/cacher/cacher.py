@@ -1,0 +1,542 @@
+"""``Cacher``: the watch cache of one resource prefix over a backend ``Interface`` (upstream
+``cacher/cacher.go`` and ``delegator.go``, v1.33).
+
+A reflector task lists the prefix from the backend and then watches it from the list's
+revision (with bookmarks, i.e. progress notifications), feeding ``WatchCache``; a dropped
+watch is resumed from the cache's revision, a 410 from the backend (it compacted past us)
+causes a re-list, which restarts the event window and ends every watcher (without an ERROR:
+clients re-watch and get 410 only if they are below the new window).
+
+Serving (SPEC 8.1 and upstream's delegator):
+
+- writes go to the backend, with the cached object as ``cached_existing``;
+- get: "" -> backend; "0" / "N" -> memory once the cache has reached N;
+- get_list: Exact, continue and legacy exact (limit with rv N) -> backend; "0" and
+  NotOlderThan -> memory (the limit is ignored for "0", as upstream); "" (consistent) ->
+  memory once the cache has reached the backend's current revision, else the backend;
+- watch: always memory. Registration (snapshot or window slice + subscription) happens in
+  one synchronous step, so no event is missed or repeated (STYLE 7).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Callable
+from typing import Final
+
+from storage import continuetoken
+from storage.cacher.cache_watcher import CacheWatcher, ErrorWatcher
+from storage.cacher.watch_cache import CacheEvent, EventType, WatchCache, object_rv
+from storage.errors import Code, StorageError
+from storage.interface import (
+    RV_MATCH_EXACT,
+    GetOptions,
+    Interface,
+    ListOptions,
+    ListResult,
+    Object,
+    Preconditions,
+    ProgressRequester,
+    UpdateFunc,
+    ValidateDeletion,
+    Watcher,
+    WatchEvent,
+)
+from storage.metrics import (
+    TERMINATED_WATCHERS,
+    WATCH_CACHE_CAPACITY,
+    WATCH_CACHE_EVENTS_RECEIVED,
+    WATCH_CACHE_RESOURCE_VERSION,
+)
+
+log = logging.getLogger(__name__)
+
+# How long a read waits for the cache to reach a revision (upstream blockTimeout, 3 s).
+WAIT_TIMEOUT: Final = 3.0
+# A consistent read waits this long for the cache when the backend cannot be asked for a
+# progress notification, then goes to the backend.
+NO_PROGRESS_WAIT: Final = 0.1
+# Default per-watcher buffer of live events.
+WATCHER_CAPACITY: Final = 1024
+
+KeyFunc = Callable[[Object], str]
+
+
+def parse_rv(value: str) -> int:
+    """A resourceVersion as a revision; StorageError(INVALID) with upstream's field error."""
+    if value.isdigit() and value.isascii():
+        return int(value)
+    raise StorageError(
+        Code.INVALID,
+        f'resourceVersion: Invalid value: "{value}": '
+        f'strconv.ParseUint: parsing "{value}": invalid syntax',
+    )
+
+
+def too_large(requested: int, current: int) -> StorageError:
+    return StorageError(
+        Code.TOO_LARGE_RESOURCE_VERSION,
+        f"Too large resource version: {requested}, current: {current}",
+        resource_version=current,
+        retry_after_seconds=1,
+    )
+
+
+def too_old(requested: int, oldest: int) -> StorageError:
+    return StorageError(
+        Code.RESOURCE_EXPIRED,
+        f"too old resource version: {requested} ({oldest})",
+        resource_version=requested,
+    )
+
+
+class Cacher:
+    """Implements ``storage.interface.Interface`` for keys under ``prefix`` (other keys go to
+    the backend unchanged). ``close()`` stops the cacher only: the backend is shared and
+    belongs to whoever opened it."""
+
+    def __init__(
+        self,
+        backend: Interface,
+        prefix: str,
+        *,
+        resource: str,
+        history_seconds: float = 300.0,
+        max_events: int = 100_000,
+        watcher_capacity: int = WATCHER_CAPACITY,
+        bookmark_interval: float = 60.0,
+        key_func: KeyFunc | None = None,
+    ) -> None:
+        self._backend = backend
+        self._prefix = prefix.rstrip("/")
+        self._range_prefix = self._prefix + "/"
+        self._resource = resource
+        self._key_func = key_func or self._default_key
+        self._cache = WatchCache(history_seconds=history_seconds, max_events=max_events)
+        self._watcher_capacity = max(1, watcher_capacity)
+        self._bookmark_interval = bookmark_interval
+        # Watchers by the key they watch: a prefix ending with "/" (recursive) or an exact
+        # key. An event visits only the buckets that are prefixes of its key.
+        self._watchers: dict[str, dict[CacheWatcher, None]] = {}
+        self._bookmarkers: dict[CacheWatcher, None] = {}
+        self._ready = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._backend_watch: Watcher | None = None
+        self._closing = False
+        self._m_received = WATCH_CACHE_EVENTS_RECEIVED.labels(resource)
+        self._m_rv = WATCH_CACHE_RESOURCE_VERSION.labels(resource)
+        self._m_terminated = TERMINATED_WATCHERS.labels(resource)
+        WATCH_CACHE_CAPACITY.labels(resource).set(max_events)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the reflector and the bookmark timer; returns at once (see ``ready``)."""
+        if self._tasks:
+            return
+        self._tasks = [
+            asyncio.create_task(self._reflect(), name=f"cacher-reflector:{self._prefix}"),
+            asyncio.create_task(self._bookmarks(), name=f"cacher-bookmarks:{self._prefix}"),
+        ]
+
+    @property
+    def ready(self) -> bool:
+        """True once the first list has been loaded (the readyz informer-sync check)."""
+        return self._ready.is_set()
+
+    @property
+    def resource_version(self) -> int:
+        """The revision the cache reflects."""
+        return self._cache.rv
+
+    async def wait_ready(self, timeout: float) -> bool:
+        if self._ready.is_set():
+            return True
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._ready.wait(), timeout)
+        return self._ready.is_set()
+
+    async def close(self) -> None:
+        self._closing = True
+        if self._backend_watch is not None:
+            self._backend_watch.stop()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks = []
+        self._terminate_all()
+
+    # -- the reflector -------------------------------------------------------------------------
+
+    async def _reflect(self) -> None:
+        backoff = 0.05
+        while not self._closing:
+            try:
+                await self._list_and_watch()
+                backoff = 0.05
+            except asyncio.CancelledError:
+                raise
+            except StorageError as err:
+                log.warning("cacher %s: list/watch failed: %s", self._resource, err.message)
+            except Exception:
+                log.exception("cacher %s: list/watch failed", self._resource)
+            if self._closing:
+                return
+            await asyncio.sleep(backoff * (1 + random.random()))
+            backoff = min(backoff * 2, 2.0)
+
+    async def _list_and_watch(self) -> None:
+        res = await self._backend.get_list(self._range_prefix, ListOptions(recursive=True))
+        key_of = self._key_func
+        # Every watcher started against the previous state would miss the difference.
+        self._terminate_all()
+        self._cache.replace(((key_of(o), o) for o in res.items), res.resource_version)
+        self._m_rv.set(self._cache.rv)
+        self._ready.set()
+        log.info("cacher %s: listed %d objects at %d", self._resource, len(res.items),
+                 res.resource_version)
+        while not self._closing:
+            opts = ListOptions(
+                resource_version=str(self._cache.rv), recursive=True, allow_watch_bookmarks=True
+            )
+            try:
+                watcher = await self._backend.watch(self._range_prefix, opts)
+            except StorageError as err:
+                if err.code == Code.RESOURCE_EXPIRED:
+                    return
+                raise
+            self._backend_watch = watcher
+            try:
+                async for event in watcher:
+                    if event.type == "ERROR":
+                        failure = event.error
+                        if failure is None or failure.code == Code.RESOURCE_EXPIRED:
+                            log.info("cacher %s: watch expired at %d; re-listing",
+                                     self._resource, self._cache.rv)
+                            return
+                        raise failure
+                    self._handle(event)
+            finally:
+                self._backend_watch = None
+                watcher.stop()
+            # The backend ended the watch cleanly: resume from where the cache is.
+            await asyncio.sleep(0.01)
+
+    def _handle(self, event: WatchEvent) -> None:
+        cache = self._cache
+        obj = event.object
+        rv = object_rv(obj)
+        if event.type == "BOOKMARK":
+            if cache.progress(rv):
+                self._m_rv.set(rv)
+            return
+        self._m_received.inc()
+        key = self._key_func(obj)
+        if not key.startswith(self._range_prefix):
+            return
+        type_: EventType = "DELETED" if event.type == "DELETED" else "MODIFIED"
+        cev = cache.apply(type_, key, obj, rv)
+        self._m_rv.set(cache.rv)
+        if cev is not None:
+            self._dispatch(cev)
+
+    def _default_key(self, obj: Object) -> str:
+        meta = obj.get("metadata") or {}
+        ns = meta.get("namespace") or ""
+        name = meta.get("name") or ""
+        return f"{self._range_prefix}{ns}/{name}" if ns else f"{self._range_prefix}{name}"
+
+    # -- fan-out -------------------------------------------------------------------------------
+
+    def _dispatch(self, event: CacheEvent) -> None:
+        key = event.key
+        buckets = self._watchers
+        if not buckets:
+            return
+        candidates = [key]
+        pos = len(self._range_prefix) - 1
+        while pos >= 0:
+            candidates.append(key[: pos + 1])
+            pos = key.find("/", pos + 1)
+            if pos < 0 or pos == len(key) - 1:
+                break
+        for bucket_key in candidates:
+            watchers = buckets.get(bucket_key)
+            if not watchers:
+                continue
+            for w in list(watchers):
+                if not w.offer(event):
+                    self._m_terminated.inc()
+                    log.info("cacher %s: closed a slow watcher of %s at %d", self._resource,
+                             w.key, w.last_rv)
+
+    def _register(self, w: CacheWatcher) -> None:
+        self._watchers.setdefault(w.key, {})[w] = None
+        if w.allow_bookmarks:
+            w.next_bookmark = time.monotonic() + self._bookmark_interval
+            self._bookmarkers[w] = None
+
+    def _forget(self, w: CacheWatcher) -> None:
+        bucket = self._watchers.get(w.key)
+        if bucket is not None:
+            bucket.pop(w, None)
+            if not bucket:
+                del self._watchers[w.key]
+        self._bookmarkers.pop(w, None)
+
+    def _terminate_all(self) -> None:
+        for bucket in list(self._watchers.values()):
+            for w in list(bucket):
+                w.close()
+        self._watchers.clear()
+        self._bookmarkers.clear()
+
+    async def _bookmarks(self) -> None:
+        """Upstream sends each bookmark-enabled watcher a BOOKMARK about once a minute
+        (``bookmark_interval``), at the cache's revision, when it moved past the last event
+        that watcher received."""
+        tick = min(1.0, max(self._bookmark_interval / 2, 0.01))
+        while True:
+            await asyncio.sleep(tick * (0.75 + random.random() / 2))
+            if not self._bookmarkers or not self._ready.is_set():
+                continue
+            now = time.monotonic()
+            rv = self._cache.rv
+            for w in list(self._bookmarkers):
+                if now >= w.next_bookmark:
+                    w.next_bookmark = now + self._bookmark_interval
+                    w.offer_bookmark(rv)
+
+    # -- helpers for reads -------------------------------------------------------------------
+
+    def _covers(self, key: str) -> bool:
+        return key.startswith(self._range_prefix) or key == self._prefix
+
+    async def _wait_rv(self, rv: int) -> None:
+        """Wait for the cache to reach ``rv``; TOO_LARGE_RESOURCE_VERSION after 3 s."""
+        if rv > self._cache.rv and not await self._cache.wait_for(rv, WAIT_TIMEOUT):
+            raise too_large(rv, self._cache.rv)
+
+    async def _wait_fresh(self) -> bool:
+        """Wait until the cache reflects the backend's current revision (a consistent read
+        from memory, upstream ConsistentListFromCache); False if it did not in time."""
+        target = await self._backend.current_revision()
+        cache = self._cache
+        if cache.rv >= target:
+            return True
+        bw = self._backend_watch
+        if isinstance(bw, ProgressRequester):
+            try:
+                await bw.request_progress()
+            except StorageError:
+                return False
+            return await cache.wait_for(target, WAIT_TIMEOUT)
+        return await cache.wait_for(target, NO_PROGRESS_WAIT)
+
+    # -- Interface: writes ---------------------------------------------------------------------
+
+    async def create(self, key: str, obj: Object) -> Object:
+        return await self._backend.create(key, obj)
+
+    async def guaranteed_update(
+        self,
+        key: str,
+        update: UpdateFunc,
+        *,
+        ignore_not_found: bool = False,
+        preconditions: Preconditions | None = None,
+        cached_existing: Object | None = None,
+    ) -> Object:
+        if cached_existing is None and self._ready.is_set() and self._covers(key):
+            cached_existing = self._cache.get(key)
+        return await self._backend.guaranteed_update(
+            key,
+            update,
+            ignore_not_found=ignore_not_found,
+            preconditions=preconditions,
+            cached_existing=cached_existing,
+        )
+
+    async def delete(
+        self,
+        key: str,
+        *,
+        preconditions: Preconditions | None = None,
+        validate_deletion: ValidateDeletion | None = None,
+        cached_existing: Object | None = None,
+    ) -> Object:
+        if cached_existing is None and self._ready.is_set() and self._covers(key):
+            cached_existing = self._cache.get(key)
+        return await self._backend.delete(
+            key,
+            preconditions=preconditions,
+            validate_deletion=validate_deletion,
+            cached_existing=cached_existing,
+        )
+
+    # -- Interface: reads ----------------------------------------------------------------------
+
+    async def get(self, key: str, opts: GetOptions) -> Object | None:
+        if opts.resource_version == "" or not self._ready.is_set() or not self._covers(key):
+            return await self._backend.get(key, opts)
+        await self._wait_rv(parse_rv(opts.resource_version))
+        obj = self._cache.get(key)
+        if obj is None and not opts.ignore_not_found:
+            raise StorageError(
+                Code.KEY_NOT_FOUND, f"key not found: {key}", key=key,
+                resource_version=self._cache.rv,
+            )
+        return obj
+
+    async def get_list(self, key: str, opts: ListOptions) -> ListResult:
+        if not self._ready.is_set() or not self._covers(key) or self._delegate_list(opts):
+            return await self._backend.get_list(key, opts)
+        rv_s = opts.resource_version
+        if rv_s == "":
+            if not await self._wait_fresh():
+                return await self._backend.get_list(key, opts)
+        else:
+            await self._wait_rv(parse_rv(rv_s))
+        return self._list(key, opts)
+
+    @staticmethod
+    def _delegate_list(opts: ListOptions) -> bool:
+        """Upstream's shouldDelegateList for v1.33 (ListFromCacheSnapshot off)."""
+        if opts.resource_version_match == RV_MATCH_EXACT or opts.continue_token:
+            return True
+        # The legacy exact read: a limit with a non-zero version and no match.
+        return (
+            opts.resource_version_match == ""
+            and opts.limit > 0
+            and opts.resource_version not in ("", "0")
+        )
+
+    def _list(self, key: str, opts: ListOptions) -> ListResult:
+        """One synchronous read of the cache, so the page is at exactly ``cache.rv``."""
+        cache = self._cache
+        rv = cache.rv
+        if opts.recursive:
+            prefix = key if key.endswith("/") else key + "/"
+            keys = cache.range_keys(prefix)
+        else:
+            prefix = key
+            keys = [key] if cache.get(key) is not None else []
+        # As upstream, the limit is ignored for resourceVersion "0".
+        limit = opts.limit if opts.limit > 0 and opts.resource_version != "0" else 0
+        pred = opts.predicate
+        more = False
+        last = ""
+        if pred.everything:
+            if limit and len(keys) > limit:
+                more = True
+                page = keys[:limit]
+            else:
+                page = keys
+            items = cache.objects(page)
+            if page:
+                last = page[-1]
+        else:
+            items = []
+            matches = pred.matches
+            for k in keys:
+                if limit and len(items) >= limit:
+                    more = True
+                    break
+                obj = cache.get(k)
+                assert obj is not None
+                if matches(obj):
+                    items.append(obj)
+                    last = k
+        if not more or not opts.recursive:
+            return ListResult(items=items, resource_version=rv)
+        remaining = len(keys) - limit if pred.everything else None
+        token, count = continuetoken.next_page(last, prefix, rv, more=True, remaining=remaining)
+        return ListResult(
+            items=items, resource_version=rv, continue_token=token, remaining_item_count=count
+        )
+
+    # -- Interface: watch ----------------------------------------------------------------------
+
+    async def watch(self, key: str, opts: ListOptions) -> Watcher:
+        if not self._covers(key) or not await self.wait_ready(WAIT_TIMEOUT):
+            return await self._backend.watch(key, opts)
+        cache = self._cache
+        rv_s = opts.resource_version
+        sie = opts.send_initial_events
+        if rv_s == "":
+            if sie is None:
+                # Legacy: the current state then changes. Try to be consistent; a cache that
+                # cannot catch up in time still serves its state (upstream serves rv 0 here).
+                await self._wait_fresh()
+                return self._start(key, opts, snapshot=True, start_rv=cache.rv)
+            target = await self._backend.current_revision()
+            await self._wait_rv(target)
+            return self._start(key, opts, snapshot=sie, start_rv=target)
+        requested = parse_rv(rv_s)
+        if requested == 0:
+            # sendInitialEvents=false with "0": from now, without the current state.
+            return self._start(key, opts, snapshot=sie is not False, start_rv=cache.rv)
+        await self._wait_rv(requested)
+        if sie:
+            return self._start(key, opts, snapshot=True, start_rv=cache.rv)
+        if requested < cache.floor:
+            return ErrorWatcher(too_old(requested, cache.floor))
+        return self._start(key, opts, snapshot=False, start_rv=requested)
+
+    def _start(self, key: str, opts: ListOptions, *, snapshot: bool, start_rv: int) -> Watcher:
+        """Register a watcher. Synchronous: the snapshot (or the window slice after
+        ``start_rv``) and the subscription describe the same revision, ``cache.rv``."""
+        cache = self._cache
+        recursive = opts.recursive
+        wkey = (key if key.endswith("/") else key + "/") if recursive else key
+        initial_objects: list[Object] | None = None
+        initial_events: list[CacheEvent] | None = None
+        if snapshot:
+            if recursive:
+                initial_objects = cache.objects(cache.range_keys(wkey))
+            else:
+                obj = cache.get(wkey)
+                initial_objects = [obj] if obj is not None else []
+            start_rv = cache.rv
+        elif start_rv < cache.rv:
+            initial_events = [
+                e for e in cache.events_after(start_rv)
+                if (e.key.startswith(wkey) if recursive else e.key == wkey)
+            ]
+        end_bookmark = (
+            cache.rv if opts.send_initial_events and opts.allow_watch_bookmarks else None
+        )
+        w = CacheWatcher(
+            key=wkey,
+            recursive=recursive,
+            predicate=opts.predicate,
+            allow_bookmarks=opts.allow_watch_bookmarks,
+            capacity=self._watcher_capacity,
+            start_rv=max(start_rv, cache.rv),
+            initial_objects=initial_objects,
+            initial_events=initial_events,
+            end_bookmark_rv=end_bookmark,
+            on_stop=self._forget,
+        )
+        self._register(w)
+        return w
+
+    # -- Interface: the rest goes to the backend -------------------------------------------------
+
+    async def current_revision(self) -> int:
+        return await self._backend.current_revision()
+
+    async def compact(self, revision: int) -> None:
+        await self._backend.compact(revision)
+
+    async def compacted_revision(self) -> int:
+        return await self._backend.compacted_revision()
+
+    async def count(self, key: str) -> int:
+        return await self._backend.count(key)
