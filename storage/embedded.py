@@ -1,0 +1,366 @@
+"""The embedded backend: raftstore's MVCC state machine in this process, no network hop.
+
+``open_embedded(data_dir)`` gives an ``Etcd3Store`` (the same storage semantics as over gRPC)
+whose ``KVClient`` is ``LocalKVClient``: reads go straight to the state machine, writes go
+through ``CommandLog``.
+
+Durability (``CommandLog``): a write is an etcd command (raftstore/applier.py's msgpack
+envelope) appended to ``<data_dir>/journal`` (raftstore/journal.py: length, CRC, index) and
+fdatasynced *before* it is applied and acknowledged. Writes that arrive while a sync is in
+flight share the next one (group commit). Every ``SNAPSHOT_ENTRIES`` commands the state is
+captured (a cheap copy-on-write view), written to ``<data_dir>/snapshot`` in a thread
+(temporary file, fsync, rename, fsync of the directory), and the journal entries it covers are
+dropped. Start-up loads the snapshot and replays the journal entries after its index; a torn
+journal tail (crash mid-write) was never acknowledged and is cut off. What survives: every
+acknowledged write, across a process kill and a machine crash (with ``fsync=True``).
+
+Threads: everything runs on the event loop's thread except the fdatasync and the snapshot
+write. Applying a command calls the MVCC watchers' callbacks synchronously (loop thread,
+state lock held): ``LocalWatch`` only queues the events and wakes its reader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import fcntl
+import logging
+import os
+import struct
+from collections.abc import AsyncIterator, Callable
+from typing import Any, BinaryIO, Final
+
+from raftstore.api.convert import event_to_pb
+from raftstore.api.pb import rpc_pb2 as pb
+from raftstore.applier import EtcdStateMachine, encode_compact, encode_txn, is_txn_readonly
+from raftstore.errors import COMPACTED as ETCD_COMPACTED
+from raftstore.errors import FUTURE_REV as ETCD_FUTURE_REV
+from raftstore.errors import EtcdError
+from raftstore.journal import DurableJournal, fsync_dir
+from raftstore.mvcc.kvstore import KVStore
+from raftstore.mvcc.types import CompactedError, Event, FutureRevError, MVCCError
+from storage.etcd3.kvclient import COMPACTED, FUTURE, OTHER, UNAVAILABLE, KVError
+from storage.etcd3.store import Etcd3Store
+
+log = logging.getLogger(__name__)
+
+SNAPSHOT_ENTRIES: Final = 20_000  # commands between snapshots
+SNAPSHOT_BYTES: Final = 64 * 1024 * 1024  # or journal bytes between snapshots
+MAX_PENDING: Final = 10_000  # queued responses per watch before it is cancelled as slow
+_SNAP_MAGIC: Final = b"PLATSNP1"
+_SNAP_HEAD: Final = struct.Struct("<8sQ")  # magic, journal index covered
+
+
+def _kv_error(exc: BaseException) -> KVError:
+    if isinstance(exc, CompactedError):
+        return KVError(COMPACTED, "mvcc: required revision has been compacted",
+                       compact_revision=exc.compact_revision)
+    if isinstance(exc, FutureRevError):
+        return KVError(FUTURE, "mvcc: required revision is a future revision")
+    if isinstance(exc, EtcdError):
+        if exc.spec == ETCD_COMPACTED:
+            return KVError(COMPACTED, exc.message)
+        if exc.spec == ETCD_FUTURE_REV:
+            return KVError(FUTURE, exc.message)
+        return KVError(OTHER, exc.message)
+    return KVError(OTHER, str(exc))
+
+
+class CommandLog:
+    """Journal-then-apply with group commit and periodic snapshots (see module doc)."""
+
+    def __init__(self, data_dir: str, state: EtcdStateMachine, *, fsync: bool = True,
+                 snapshot_entries: int = SNAPSHOT_ENTRIES) -> None:
+        os.makedirs(data_dir, exist_ok=True)
+        self._dir = data_dir
+        self._state = state
+        self._fsync = fsync
+        self._snapshot_entries = snapshot_entries
+        self._lock_fd = os.open(os.path.join(data_dir, "LOCK"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(self._lock_fd)
+            raise RuntimeError(f"data directory {data_dir} is in use by another process") from None
+        self._snap_path = os.path.join(data_dir, "snapshot")
+        self._index = self._load_snapshot()
+        self._snap_index = self._index
+        self._journal = DurableJournal(os.path.join(data_dir, "journal"), fsync=fsync)
+        self._replay()
+        self._pending: list[tuple[bytes, asyncio.Future[object]]] = []
+        self._flusher: asyncio.Task[None] | None = None
+        self._snapshotting: asyncio.Task[None] | None = None
+        self._truncate_to = 0
+        self._broken: str = ""
+        self._closed = False
+
+    # -- start-up ---------------------------------------------------------------------
+
+    def _load_snapshot(self) -> int:
+        try:
+            with open(self._snap_path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return 0
+        magic, index = _SNAP_HEAD.unpack_from(data, 0)
+        if magic != _SNAP_MAGIC:
+            raise RuntimeError(f"{self._snap_path}: not a snapshot of this store")
+        self._state.restore(data[_SNAP_HEAD.size:])
+        return int(index)
+
+    def _replay(self) -> None:
+        replayed = 0
+        for command, idx, _term in self._journal[:]:
+            if idx <= self._index:
+                continue  # covered by the snapshot (a crash before the journal was cut)
+            self._state.apply(command)
+            self._index = idx
+            replayed += 1
+        if replayed:
+            log.info("embedded store: replayed %d journal entries (index %d)", replayed,
+                     self._index)
+
+    # -- proposals --------------------------------------------------------------------
+
+    async def propose(self, command: bytes) -> object:
+        if self._broken:
+            raise KVError(UNAVAILABLE, self._broken)
+        if self._closed:
+            raise KVError(UNAVAILABLE, "embedded store is closed")
+        fut: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self._pending.append((command, fut))
+        self._kick()
+        return await asyncio.shield(fut)
+
+    def _kick(self) -> None:
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.get_running_loop().create_task(self._flush())
+
+    async def _flush(self) -> None:
+        while self._pending or self._truncate_to:
+            if self._truncate_to:
+                await self._truncate()
+            if not self._pending:
+                break
+            batch, self._pending = self._pending, []
+            for command, _ in batch:
+                self._index += 1
+                self._journal.add(command, self._index, 1)
+            try:
+                await asyncio.to_thread(self._journal.sync)
+            except OSError as exc:
+                # The journal's state on disk is unknown: refuse every later write.
+                self._broken = f"embedded store: journal write failed: {exc}"
+                log.error(self._broken)
+                for _, fut in batch + self._pending:
+                    if not fut.done():
+                        fut.set_exception(KVError(UNAVAILABLE, self._broken))
+                self._pending = []
+                return
+            for command, fut in batch:
+                result = self._state.apply(command)
+                if not fut.done():
+                    fut.set_result(result)
+            self._maybe_snapshot()
+
+    def _maybe_snapshot(self) -> None:
+        if self._snapshotting is not None and not self._snapshotting.done():
+            return
+        if (self._index - self._snap_index < self._snapshot_entries
+                and self._journal.byte_size < SNAPSHOT_BYTES):
+            return
+        writer = self._state.snapshot_writer()
+        self._snapshotting = asyncio.get_running_loop().create_task(
+            self._snapshot(writer, self._index)
+        )
+
+    async def _snapshot(self, writer: Callable[[BinaryIO], None], index: int) -> None:
+        try:
+            await asyncio.to_thread(self._write_snapshot, writer, index)
+        except OSError:
+            log.exception("embedded store: snapshot failed (the journal keeps everything)")
+            return
+        self._snap_index = index
+        self._truncate_to = index
+        self._kick()
+
+    def _write_snapshot(self, writer: Callable[[BinaryIO], None], index: int) -> None:
+        tmp = self._snap_path + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(_SNAP_HEAD.pack(_SNAP_MAGIC, index))
+            writer(f)
+            f.flush()
+            if self._fsync:
+                os.fsync(f.fileno())
+        os.replace(tmp, self._snap_path)
+        if self._fsync:
+            fsync_dir(self._dir)
+
+    async def _truncate(self) -> None:
+        upto, self._truncate_to = self._truncate_to, 0
+        n = 0
+        for _command, idx, _term in self._journal[:]:
+            if idx > upto:
+                break
+            n += 1
+        if n:
+            await asyncio.to_thread(self._journal.deleteEntriesTo, n)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._flusher is not None:
+            await self._flusher
+        if self._snapshotting is not None:
+            await self._snapshotting
+            if self._truncate_to:
+                await self._truncate()
+        self._journal._destroy()
+        os.close(self._lock_fd)
+
+
+class LocalWatch:
+    """``KVWatch`` over the MVCC watchable store (events arrive in the applying call)."""
+
+    def __init__(self, state: EtcdStateMachine, req: pb.WatchCreateRequest) -> None:
+        self._state = state
+        self._prev_kv = req.prev_kv
+        self._queue: collections.deque[pb.WatchResponse] = collections.deque()
+        self._wake = asyncio.Event()
+        self._closed = False
+        self._wid = -1
+        self.created_revision = 0
+        try:
+            self._wid, history, rev = state.watch(
+                req.key or b"\0", req.range_end or None, req.start_revision,
+                self._on_events, self._on_compacted,
+            )
+        except CompactedError as exc:
+            self.created_revision = state.revision
+            self._on_compacted(exc.compact_revision)
+            return
+        self.created_revision = rev
+        for i in range(0, len(history), 1000):
+            self._push(self._events_resp(history[i:i + 1000]))
+
+    def _events_resp(self, events: list[Event]) -> pb.WatchResponse:
+        resp = pb.WatchResponse(events=[event_to_pb(e, prev_kv=self._prev_kv) for e in events])
+        resp.header.revision = events[-1].kv.mod_revision
+        return resp
+
+    def _push(self, resp: pb.WatchResponse) -> None:
+        self._queue.append(resp)
+        self._wake.set()
+
+    def _on_events(self, events: list[Event]) -> None:
+        if self._closed:
+            return
+        if len(self._queue) >= MAX_PENDING:
+            # Never block the writer, never drop silently: end this watch (the client
+            # re-watches from its last revision).
+            self._cancel_store_watch()
+            resp = pb.WatchResponse(canceled=True, cancel_reason="slow consumer")
+            resp.header.revision = events[-1].kv.mod_revision
+            self._push(resp)
+            return
+        self._push(self._events_resp(events))
+
+    def _on_compacted(self, compact_rev: int) -> None:
+        resp = pb.WatchResponse(canceled=True, compact_revision=compact_rev)
+        resp.header.revision = self._state.store.rev
+        self._cancel_store_watch()
+        self._push(resp)
+
+    def _cancel_store_watch(self) -> None:
+        if self._wid >= 0:
+            self._state.cancel_watch(self._wid)
+            self._wid = -1
+
+    def __aiter__(self) -> AsyncIterator[pb.WatchResponse]:
+        return self._responses()
+
+    async def _responses(self) -> AsyncIterator[pb.WatchResponse]:
+        while not self._closed:
+            if not self._queue:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            resp = self._queue.popleft()
+            yield resp
+            if resp.canceled:
+                self.close()
+                return
+
+    async def request_progress(self) -> None:
+        if self._closed:
+            return
+        # Every event at or below the current revision is already queued (applies run on
+        # this thread), so the progress response is ordered after them.
+        resp = pb.WatchResponse()
+        resp.header.revision = self._state.revision
+        self._push(resp)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._cancel_store_watch()
+        self._wake.set()
+
+
+class LocalKVClient:
+    """``KVClient`` over an in-process ``EtcdStateMachine`` and its ``CommandLog``."""
+
+    def __init__(self, state: EtcdStateMachine, commands: CommandLog) -> None:
+        self.state = state
+        self.commands = commands
+
+    async def _propose(self, command: bytes) -> Any:
+        result = await self.commands.propose(command)
+        if isinstance(result, BaseException):
+            raise _kv_error(result)
+        return result
+
+    async def range(self, req: pb.RangeRequest) -> pb.RangeResponse:
+        try:
+            return self.state.range(req)
+        except MVCCError as exc:
+            raise _kv_error(exc) from None
+
+    async def txn(self, req: pb.TxnRequest) -> pb.TxnResponse:
+        if is_txn_readonly(req):
+            try:
+                return self.state.txn_readonly(req)
+            except MVCCError as exc:
+                raise _kv_error(exc) from None
+        resp: pb.TxnResponse = await self._propose(encode_txn(req))
+        return resp
+
+    async def compact(self, revision: int) -> None:
+        await self._propose(encode_compact(pb.CompactionRequest(revision=revision)))
+
+    async def compacted_revision(self) -> int:
+        return self.state.read(lambda s: s.compact_rev)
+
+    async def watch(self, req: pb.WatchCreateRequest) -> LocalWatch:
+        return LocalWatch(self.state, req)
+
+    async def close(self) -> None:
+        await self.commands.close()
+
+
+async def open_embedded(
+    data_dir: str,
+    *,
+    fsync: bool = True,
+    snapshot_entries: int = SNAPSHOT_ENTRIES,
+    too_large_wait: float = 3.0,
+) -> Etcd3Store:
+    """The embedded store persisted under ``data_dir`` (created if missing). Loading a large
+    snapshot and journal runs in a thread so the loop stays responsive."""
+    state = EtcdStateMachine(KVStore())
+    commands = await asyncio.to_thread(
+        CommandLog, data_dir, state, fsync=fsync, snapshot_entries=snapshot_entries
+    )
+    return Etcd3Store(LocalKVClient(state, commands), too_large_wait=too_large_wait)

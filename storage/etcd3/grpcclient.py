@@ -1,0 +1,252 @@
+"""``GrpcKVClient``: ``KVClient`` over etcd's v3 gRPC API (raftstore or a real etcd).
+
+One ``grpc.aio`` channel per endpoint of ``--etcd-servers``. Unary calls go to the preferred
+endpoint; on UNAVAILABLE (member down, no leader) or a deadline the next endpoint becomes the
+preferred one and the call is retried there, once per endpoint. A retried write is safe for
+the store: every write is a compare-and-swap on mod_revision, so a write that did land the
+first time fails its compare on the retry and the store re-reads (at worst a create that
+landed reports "exists"). Watches are one bidirectional stream each; a broken stream ends the
+watch (the storage watcher then ends and the client re-watches from its last revision).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Final, TypeVar
+
+import grpc
+
+from raftstore.api.pb import rpc_pb2 as pb
+from raftstore.api.pb import rpc_pb2_grpc
+from storage.etcd3.kvclient import COMPACTED, FUTURE, OTHER, UNAVAILABLE, KVError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+CALL_TIMEOUT: Final = 10.0  # seconds per attempt of a unary call
+_CHANNEL_OPTIONS: Final = [
+    ("grpc.max_receive_message_length", 2**31 - 1),
+    ("grpc.max_send_message_length", 2**31 - 1),
+    ("grpc.keepalive_time_ms", 30_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+]
+_RETRY_CODES: Final = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+# etcd clientv3's WithRequireLeader: a member without a leader cancels the watch instead of
+# leaving it silently stale.
+_REQUIRE_LEADER: Final = (("hasleader", "true"),)
+_PROBE_KEY: Final = b"\x00plat-compaction-probe"
+
+
+def parse_endpoint(url: str) -> tuple[str, bool]:
+    """``https://h:p`` -> (``h:p``, tls); ``http://h:p`` and bare ``h:p`` are plaintext."""
+    if url.startswith("https://"):
+        return url[len("https://"):].rstrip("/"), True
+    if url.startswith("http://"):
+        return url[len("http://"):].rstrip("/"), False
+    return url.rstrip("/"), False
+
+
+def _read(path: str) -> bytes | None:
+    if not path:
+        return None
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def to_kv_error(exc: grpc.aio.AioRpcError) -> KVError:
+    code = exc.code()
+    message = exc.details() or code.name
+    if code == grpc.StatusCode.OUT_OF_RANGE and "compacted" in message:
+        return KVError(COMPACTED, message)
+    if code == grpc.StatusCode.OUT_OF_RANGE and "future revision" in message:
+        return KVError(FUTURE, message)
+    if code in _RETRY_CODES:
+        return KVError(UNAVAILABLE, message)
+    return KVError(OTHER, message)
+
+
+class _Endpoint:
+    def __init__(self, target: str, creds: grpc.ChannelCredentials | None) -> None:
+        self.target = target
+        if creds is None:
+            self.channel = grpc.aio.insecure_channel(target, options=_CHANNEL_OPTIONS)
+        else:
+            self.channel = grpc.aio.secure_channel(target, creds, options=_CHANNEL_OPTIONS)
+        stubs: Any = rpc_pb2_grpc  # generated stubs are untyped: Any at this one boundary
+        self.kv: Any = stubs.KVStub(self.channel)
+        self.watch: Any = stubs.WatchStub(self.channel)
+
+
+class GrpcWatch:
+    """One watch on its own bidirectional stream (implements ``KVWatch``)."""
+
+    def __init__(self, call: Any) -> None:
+        self._call = call
+        self._closed = False
+        self._first: pb.WatchResponse | None = None
+        self.created_revision = 0
+
+    async def start(self, req: pb.WatchCreateRequest) -> None:
+        await self._call.write(pb.WatchRequest(create_request=req))
+        resp = await self._call.read()
+        if resp is grpc.aio.EOF:
+            raise KVError(UNAVAILABLE, "watch stream ended before the watch was created")
+        self.created_revision = int(resp.header.revision)
+        if not resp.created or resp.canceled:
+            self._first = resp  # e.g. created+canceled: hand it to the reader
+
+    async def __aiter__(self) -> AsyncIterator[pb.WatchResponse]:
+        if self._first is not None:
+            first, self._first = self._first, None
+            if first.canceled:
+                yield first
+                self.close()
+                return
+        while not self._closed:
+            try:
+                resp = await self._call.read()
+            except asyncio.CancelledError:
+                if self._closed:
+                    return
+                raise
+            except grpc.aio.AioRpcError as exc:
+                if self._closed or exc.code() == grpc.StatusCode.CANCELLED:
+                    return
+                log.info("watch stream broke: %s", exc.details())
+                return
+            if resp is grpc.aio.EOF:
+                return
+            if resp.created:
+                continue
+            yield resp
+            if resp.canceled:
+                self.close()
+                return
+
+    async def request_progress(self) -> None:
+        if self._closed:
+            return
+        with contextlib.suppress(grpc.aio.AioRpcError, asyncio.InvalidStateError, RuntimeError):
+            await self._call.write(
+                pb.WatchRequest(progress_request=pb.WatchProgressRequest())
+            )
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._call.cancel()
+
+
+class GrpcKVClient:
+    """Implements ``KVClient`` over a list of endpoints (URLs or host:port)."""
+
+    def __init__(
+        self,
+        endpoints: tuple[str, ...] | list[str],
+        *,
+        cafile: str = "",
+        certfile: str = "",
+        keyfile: str = "",
+    ) -> None:
+        if not endpoints:
+            raise ValueError("at least one etcd endpoint is required")
+        root, key, chain = _read(cafile), _read(keyfile), _read(certfile)
+        self._endpoints: list[_Endpoint] = []
+        for url in endpoints:
+            target, tls = parse_endpoint(url)
+            creds = None
+            if tls or root or chain:
+                creds = grpc.ssl_channel_credentials(
+                    root_certificates=root, private_key=key, certificate_chain=chain
+                )
+            self._endpoints.append(_Endpoint(target, creds))
+        self._preferred = 0
+        self._known_compacted = 0
+        self._closed = False
+
+    async def _call(self, fn: Callable[[_Endpoint], Awaitable[T]]) -> T:
+        last: KVError | None = None
+        n = len(self._endpoints)
+        for attempt in range(n):
+            i = (self._preferred + attempt) % n
+            ep = self._endpoints[i]
+            try:
+                result = await fn(ep)
+            except grpc.aio.AioRpcError as exc:
+                err = to_kv_error(exc)
+                if err.kind != UNAVAILABLE:
+                    raise err from None
+                last = err
+                if self._preferred == i:
+                    self._preferred = (i + 1) % n
+                log.info("etcd endpoint %s unavailable: %s", ep.target, err.message)
+                continue
+            return result
+        assert last is not None
+        raise last
+
+    async def range(self, req: pb.RangeRequest) -> pb.RangeResponse:
+        resp: pb.RangeResponse = await self._call(
+            lambda ep: ep.kv.Range(req, timeout=CALL_TIMEOUT)
+        )
+        return resp
+
+    async def txn(self, req: pb.TxnRequest) -> pb.TxnResponse:
+        resp: pb.TxnResponse = await self._call(lambda ep: ep.kv.Txn(req, timeout=CALL_TIMEOUT))
+        return resp
+
+    async def compact(self, revision: int) -> None:
+        await self._call(
+            lambda ep: ep.kv.Compact(pb.CompactionRequest(revision=revision),
+                                     timeout=CALL_TIMEOUT)
+        )
+        self._known_compacted = max(self._known_compacted, revision)
+
+    async def _readable(self, rev: int) -> bool:
+        try:
+            await self.range(pb.RangeRequest(key=_PROBE_KEY, revision=rev, count_only=True))
+        except KVError as exc:
+            if exc.kind == COMPACTED:
+                return False
+            raise
+        return True
+
+    async def compacted_revision(self) -> int:
+        """etcd does not report its compaction revision; find the oldest readable revision
+        by bisection (one request when nothing was compacted since the last answer)."""
+        lo = max(self._known_compacted, 1)
+        if await self._readable(lo):
+            return self._known_compacted
+        head = await self.range(pb.RangeRequest(key=_PROBE_KEY, count_only=True))
+        hi = int(head.header.revision)  # always readable
+        while lo + 1 < hi:  # invariant: lo unreadable, hi readable
+            mid = (lo + hi) // 2
+            if await self._readable(mid):
+                hi = mid
+            else:
+                lo = mid
+        self._known_compacted = hi
+        return hi
+
+    async def watch(self, req: pb.WatchCreateRequest) -> GrpcWatch:
+        async def start(ep: _Endpoint) -> GrpcWatch:
+            w = GrpcWatch(ep.watch.Watch(metadata=_REQUIRE_LEADER))
+            try:
+                await w.start(req)
+            except BaseException:
+                w.close()
+                raise
+            return w
+
+        return await self._call(start)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for ep in self._endpoints:
+            await ep.channel.close()

@@ -1,0 +1,78 @@
+"""``KVClient``: the few etcd v3 calls the store needs, in etcd's protobuf terms.
+
+Two implementations: ``storage.etcd3.grpcclient.GrpcKVClient`` (network, raftstore or etcd)
+and ``storage.embedded.LocalKVClient`` (the raftstore state machine in process). The store
+(``storage.etcd3.store.Etcd3Store``) holds every line of the storage semantics on top of this
+boundary, so the two backends cannot drift.
+
+Errors: every method raises ``KVError`` (and nothing else) for store failures, with ``kind``
+one of ``COMPACTED`` (a revision older than the compaction; ``compact_revision`` set when
+known), ``FUTURE`` (a revision the store has not reached), ``UNAVAILABLE`` (no member
+answered in time) or ``OTHER``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Final, Protocol
+
+if TYPE_CHECKING:
+    from raftstore.api.pb import rpc_pb2 as pb
+
+COMPACTED: Final = "compacted"
+FUTURE: Final = "future"
+UNAVAILABLE: Final = "unavailable"
+OTHER: Final = "other"
+
+
+class KVError(Exception):
+    def __init__(self, kind: str, message: str, *, compact_revision: int = 0) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.compact_revision = compact_revision
+
+    def __repr__(self) -> str:
+        return f"KVError({self.kind}, {self.message!r})"
+
+
+class KVWatch(Protocol):
+    """One etcd watch. Iterating yields its WatchResponses after the ``created`` one (which
+    ``KVClient.watch`` consumed): events, progress notifications (no events, not canceled)
+    and at most one final ``canceled`` response (``compact_revision`` set when the start
+    revision was compacted). Iteration ends after ``close()`` or the canceled response."""
+
+    @property
+    def created_revision(self) -> int:
+        """header.revision of the created response: the store's revision at creation."""
+
+    def __aiter__(self) -> AsyncIterator[pb.WatchResponse]: ...
+
+    async def request_progress(self) -> None:
+        """Ask for a progress notification (a response with the current revision and no
+        events, ordered after every event at or below that revision)."""
+
+    def close(self) -> None:
+        """Cancel the watch; idempotent."""
+
+
+class KVClient(Protocol):
+    async def range(self, req: pb.RangeRequest) -> pb.RangeResponse:
+        """etcd Range (linearizable unless ``req.serializable``). Raises KVError."""
+
+    async def txn(self, req: pb.TxnRequest) -> pb.TxnResponse:
+        """etcd Txn. Raises KVError."""
+
+    async def compact(self, revision: int) -> None:
+        """etcd Compact. Raises KVError (COMPACTED when ``revision`` is already compacted)."""
+
+    async def compacted_revision(self) -> int:
+        """The store's compaction revision (0 when never compacted). Raises KVError."""
+
+    async def watch(self, req: pb.WatchCreateRequest) -> KVWatch:
+        """Create a watch and wait for its created response. A start revision older than the
+        compaction does not raise: the watch yields one canceled response with
+        compact_revision. Raises KVError (UNAVAILABLE)."""
+
+    async def close(self) -> None:
+        """Close connections; idempotent."""
