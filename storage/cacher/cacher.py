@@ -60,6 +60,8 @@ WAIT_TIMEOUT: Final = 3.0
 # A consistent read waits this long for the cache when the backend cannot be asked for a
 # progress notification, then goes to the backend.
 NO_PROGRESS_WAIT: Final = 0.1
+# How often a waiting consistent read asks the backend for progress again.
+PROGRESS_PERIOD: Final = 0.1
 # Default per-watcher buffer of live events.
 WATCHER_CAPACITY: Final = 1024
 
@@ -72,7 +74,7 @@ def parse_rv(value: str) -> int:
         return int(value)
     raise StorageError(
         Code.INVALID,
-        f'resourceVersion: Invalid value: "{value}": '
+        f'invalid resource version: resourceVersion: Invalid value: "{value}": '
         f'strconv.ParseUint: parsing "{value}": invalid syntax',
     )
 
@@ -81,7 +83,7 @@ def too_large(requested: int, current: int) -> StorageError:
     return StorageError(
         Code.TOO_LARGE_RESOURCE_VERSION,
         f"Too large resource version: {requested}, current: {current}",
-        resource_version=current,
+        resource_version=requested,
         retry_after_seconds=1,
     )
 
@@ -192,6 +194,9 @@ class Cacher:
             backoff = min(backoff * 2, 2.0)
 
     async def _list_and_watch(self) -> None:
+        """List, then watch from the list's revision until the backend says 410 (return: the
+        caller re-lists). Any other watch failure is retried from the cache's revision, as
+        upstream's reflector does, without a re-list."""
         res = await self._backend.get_list(self._range_prefix, ListOptions(recursive=True))
         key_of = self._key_func
         # Every watcher started against the previous state would miss the difference.
@@ -201,32 +206,49 @@ class Cacher:
         self._ready.set()
         log.info("cacher %s: listed %d objects at %d", self._resource, len(res.items),
                  res.resource_version)
+        backoff = 0.01
         while not self._closing:
-            opts = ListOptions(
-                resource_version=str(self._cache.rv), recursive=True, allow_watch_bookmarks=True
-            )
             try:
-                watcher = await self._backend.watch(self._range_prefix, opts)
-            except StorageError as err:
-                if err.code == Code.RESOURCE_EXPIRED:
+                if not await self._watch_once():
+                    log.info("cacher %s: watch expired at %d; re-listing", self._resource,
+                             self._cache.rv)
                     return
+                backoff = 0.01
+            except asyncio.CancelledError:
                 raise
-            self._backend_watch = watcher
-            try:
-                async for event in watcher:
-                    if event.type == "ERROR":
-                        failure = event.error
-                        if failure is None or failure.code == Code.RESOURCE_EXPIRED:
-                            log.info("cacher %s: watch expired at %d; re-listing",
-                                     self._resource, self._cache.rv)
-                            return
-                        raise failure
-                    self._handle(event)
-            finally:
-                self._backend_watch = None
-                watcher.stop()
-            # The backend ended the watch cleanly: resume from where the cache is.
-            await asyncio.sleep(0.01)
+            except StorageError as err:
+                log.warning("cacher %s: watch failed: %s", self._resource, err.message)
+                backoff = min(max(backoff * 2, 0.05), 2.0)
+            except Exception:
+                log.exception("cacher %s: watch failed", self._resource)
+                backoff = min(max(backoff * 2, 0.05), 2.0)
+            await asyncio.sleep(backoff * (1 + random.random()))
+
+    async def _watch_once(self) -> bool:
+        """One backend watch from the cache's revision; False when the backend answered 410
+        (it compacted past the cache), True when the watch ended otherwise."""
+        opts = ListOptions(
+            resource_version=str(self._cache.rv), recursive=True, allow_watch_bookmarks=True
+        )
+        try:
+            watcher = await self._backend.watch(self._range_prefix, opts)
+        except StorageError as err:
+            if err.code == Code.RESOURCE_EXPIRED:
+                return False
+            raise
+        self._backend_watch = watcher
+        try:
+            async for event in watcher:
+                if event.type == "ERROR":
+                    failure = event.error
+                    if failure is None or failure.code == Code.RESOURCE_EXPIRED:
+                        return False
+                    raise failure
+                self._handle(event)
+        finally:
+            self._backend_watch = None
+            watcher.stop()
+        return True
 
     def _handle(self, event: WatchEvent) -> None:
         cache = self._cache
@@ -325,19 +347,28 @@ class Cacher:
 
     async def _wait_fresh(self) -> bool:
         """Wait until the cache reflects the backend's current revision (a consistent read
-        from memory, upstream ConsistentListFromCache); False if it did not in time."""
+        from memory, upstream ConsistentListFromCache); False if it did not in time. While
+        waiting, a progress notification is requested every 100 ms (upstream's
+        conditionalProgressRequester), so an idle prefix catches up at once."""
         target = await self._backend.current_revision()
         cache = self._cache
         if cache.rv >= target:
             return True
-        bw = self._backend_watch
-        if isinstance(bw, ProgressRequester):
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + WAIT_TIMEOUT
+        while True:
+            bw = self._backend_watch
+            if not isinstance(bw, ProgressRequester):
+                return await cache.wait_for(target, NO_PROGRESS_WAIT)
             try:
                 await bw.request_progress()
             except StorageError:
                 return False
-            return await cache.wait_for(target, WAIT_TIMEOUT)
-        return await cache.wait_for(target, NO_PROGRESS_WAIT)
+            remaining = deadline - loop.time()
+            if await cache.wait_for(target, min(PROGRESS_PERIOD, max(remaining, 0.0))):
+                return True
+            if loop.time() >= deadline:
+                return False
 
     # -- Interface: writes ---------------------------------------------------------------------
 

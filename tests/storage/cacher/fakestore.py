@@ -96,6 +96,14 @@ class FakeStore:
             )
             w.stop()
 
+    def fail_watches(self) -> None:
+        """The store answers an error other than 410 (e.g. unreachable) and ends the watch."""
+        for w in list(self.watches):
+            w.queue.put_nowait(
+                WatchEvent(type="ERROR", object={}, error=StorageError(Code.UNREACHABLE, "down"))
+            )
+            w.stop()
+
     def state_at(self, rev: int) -> dict[str, Object]:
         out: dict[str, Object] = {}
         for r, t, k, o in self.history:

@@ -451,3 +451,34 @@ async def test_writes_pass_cached_existing(store: FakeStore, cacher: Cacher) -> 
     out = await cacher.guaranteed_update(key("a", "x"), fn)
     assert out["data"] == {"k": "v"}
     assert seen["cached_existing"]["metadata"]["name"] == "x"
+
+
+async def test_backend_watch_error_rewatches_without_relist(store: FakeStore, cacher: Cacher) -> None:
+    w = await cacher.watch(PREFIX, ListOptions(resource_version=str(store.rev)))
+    calls = store.list_calls
+    store.fail_watches()
+    await store.create(key("a", "x"), cm("a", "x"))
+    ev = await nxt(w)
+    assert ev.type == "ADDED" and ev.object["metadata"]["name"] == "x"
+    assert store.list_calls == calls
+    w.stop()
+
+
+async def test_watch_single_key_and_namespace(store: FakeStore, cacher: Cacher) -> None:
+    one = await cacher.watch(key("a", "x"), ListOptions(resource_version=str(store.rev), recursive=False))
+    ns = await cacher.watch(f"{PREFIX}/a", ListOptions(resource_version=str(store.rev)))
+    await store.create(key("a", "y"), cm("a", "y"))
+    await store.create(key("ab", "x"), cm("ab", "x"))
+    await store.create(key("a", "x"), cm("a", "x"))
+    ev = await nxt(one)
+    assert ev.object["metadata"]["name"] == "x" and ev.object["metadata"]["namespace"] == "a"
+    evs = await take(ns, 2)
+    assert [(e.object["metadata"]["namespace"], e.object["metadata"]["name"]) for e in evs] == [("a", "y"), ("a", "x")]
+    one.stop()
+    ns.stop()
+
+
+async def test_keys_outside_prefix_go_to_backend(store: FakeStore, cacher: Cacher) -> None:
+    await store.create("/registry/secrets/a/s", cm("a", "s"))
+    res = await cacher.get_list("/registry/secrets", ListOptions(resource_version="0"))
+    assert names(res.items) == ["s"]
