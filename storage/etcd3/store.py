@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -79,6 +79,7 @@ class Etcd3Store:
         self.bookmark_interval = bookmark_interval
         self._closed = False
         self._watchers: set[Watcher] = set()
+        self._closers: list[Callable[[], Awaitable[None]]] = []
 
     # -- plumbing ---------------------------------------------------------------------
 
@@ -320,10 +321,16 @@ class Etcd3Store:
     def untrack(self, w: Watcher) -> None:
         self._watchers.discard(w)
 
+    def add_closer(self, fn: Callable[[], Awaitable[None]]) -> None:
+        """Run ``fn`` on close, before the client closes (e.g. the compactor's stop)."""
+        self._closers.append(fn)
+
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        for fn in self._closers:
+            await fn()
         for w in list(self._watchers):
             w.stop()
         await self.client.close()
