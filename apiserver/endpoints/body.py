@@ -1,0 +1,108 @@
+"""Request bodies: size limit, Content-Type, decoding, apiVersion/kind and field validation
+(upstream ``limitedReadBody``, ``NegotiateInputSerializer``, the create/update decoders and
+``transformDecodeError``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+from apiserver.endpoints import fieldvalidation, serializers
+from apiserver.endpoints.negotiation import negotiate_input
+from apiserver.status import APIError, bad_request, too_large
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+    from apiserver.endpoints.response import Scope
+
+MAX_REQUEST_BODY_BYTES: Final = 3 * 1024 * 1024
+
+
+async def read_body(request: web.Request, limit: int = MAX_REQUEST_BODY_BYTES) -> bytes:
+    """The whole body, or 413 once it exceeds ``limit`` bytes (checked on Content-Length
+    first, then while reading, so a lying or absent length cannot get past it)."""
+    if request.content_length is not None and request.content_length > limit:
+        raise too_large(f"limit is {limit}")
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = await request.content.read(65536)
+        if not chunk:
+            break
+        size += len(chunk)
+        if size > limit:
+            raise too_large(f"limit is {limit}")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _version_of(api_version: str) -> str:
+    return api_version.rsplit("/", 1)[-1]
+
+
+def decode_error(scope: Scope, detail: str, body: bytes, data_kind: str = "",
+                 data_version: str = "") -> APIError:
+    """Upstream transformDecodeError."""
+    if data_kind:
+        return bad_request(f'{data_kind} in version "{data_version}" cannot be handled as a '
+                           f"{scope.kind}: {detail}")
+    return bad_request(f"the object provided is unrecognized (must be of type {scope.kind}): "
+                       f"{detail} ({serializers.summarize(body)})")
+
+
+def check_type_meta(scope: Scope, obj: dict[str, Any]) -> None:
+    """apiVersion and kind, when present, must name this endpoint's kind; absent ones are
+    defaulted from the endpoint (upstream decodes with the endpoint's kind as default)."""
+    want_av, want_kind = scope.api_version, scope.kind
+    av = obj.get("apiVersion") or ""
+    kind = obj.get("kind") or ""
+    if av and av != want_av:
+        raise bad_request(f"the API version in the data ({av}) does not match the expected "
+                          f"API version ({want_av})")
+    if kind and kind != want_kind:
+        raise bad_request(
+            f'{kind} in version "{_version_of(av or want_av)}" cannot be handled as a '
+            f"{want_kind}: converting (v1.{kind}) to ({_version_of(want_av)}.{want_kind}): "
+            "unknown conversion")
+    obj["apiVersion"] = want_av
+    obj["kind"] = want_kind
+
+
+def apply_field_validation(scope: Scope, obj: dict[str, Any], duplicates: list[str],
+                           directive: str, *, decode_prefix: bool = True) -> None:
+    """Drop unknown fields from ``obj``; under Strict raise 400 listing every unknown and
+    duplicate field, under Warn record one warning per field on the scope."""
+    unknown = fieldvalidation.drop_unknown_fields(obj, scope.kind)
+    problems = fieldvalidation.field_problems(unknown, duplicates)
+    if not problems or directive == fieldvalidation.IGNORE:
+        return
+    if directive == fieldvalidation.STRICT:
+        msg = fieldvalidation.strict_message(problems)
+        if decode_prefix:
+            av = obj.get("apiVersion") or scope.api_version
+            raise bad_request(f'{scope.kind} in version "{_version_of(av)}" cannot be handled '
+                              f"as a {scope.kind}: {msg}")
+        raise bad_request(msg)
+    scope.warnings.extend(problems)
+
+
+async def decode_request_object(scope: Scope, directive: str) -> dict[str, Any]:
+    """Read, decode and check the body of a create or update."""
+    request = scope.request
+    body = await read_body(request)
+    media = negotiate_input(request.headers.get("Content-Type", ""))
+    track = directive != fieldvalidation.IGNORE
+    try:
+        obj, dups = serializers.decode_object(body, media, track_duplicates=track)
+    except serializers.DecodeError as e:
+        raise decode_error(scope, str(e), body) from None
+    check_type_meta(scope, obj)
+    meta = obj.get("metadata")
+    if meta is None:
+        obj["metadata"] = {}
+    elif not isinstance(meta, dict):
+        raise decode_error(scope, "json: cannot unmarshal into Go struct field "
+                                  f"{scope.kind}.metadata of type v1.ObjectMeta", body,
+                           scope.kind, _version_of(scope.api_version))
+    apply_field_validation(scope, obj, dups, directive)
+    return obj

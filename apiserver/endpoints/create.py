@@ -1,0 +1,44 @@
+"""POST to a collection (upstream ``handlers/create.go``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from apiserver.endpoints.body import decode_request_object
+from apiserver.endpoints.params import write_options
+from apiserver.endpoints.response import write_object
+from apiserver.status import bad_request
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+    from apiserver.endpoints.response import Scope
+
+
+async def handle(scope: Scope) -> web.StreamResponse:
+    request = scope.request
+    opts = write_options(request.query, request.headers.get("User-Agent", ""),
+                         kind="CreateOptions")
+    obj = await decode_request_object(scope, opts.field_validation)
+    ensure_namespace(scope, obj)
+    result = await scope.store.create(scope.ctx, obj, opts)
+    return write_object(scope, 201, result)
+
+
+def ensure_namespace(scope: Scope, obj: dict[str, object]) -> None:
+    """Upstream EnsureObjectNamespaceMatchesRequestNamespace: an empty namespace takes the
+    request's; cluster-scoped objects lose theirs; a different one is a 400."""
+    meta = obj["metadata"]
+    assert isinstance(meta, dict)
+    want = scope.ctx.namespace if scope.store.info.namespaced else ""
+    have = meta.get("namespace") or ""
+    if have == want:
+        return
+    if have == "" or want == "":
+        if want:
+            meta["namespace"] = want
+        else:
+            meta.pop("namespace", None)
+        return
+    raise bad_request("the namespace of the provided object does not match the namespace sent "
+                      "on the request")

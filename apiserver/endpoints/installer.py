@@ -1,0 +1,165 @@
+"""Routing of resource requests to the verb handlers (upstream ``endpoints/installer.go`` and
+the go-restful container it fills).
+
+Upstream registers, per resource, a collection path (GET list/watch, POST create, DELETE
+deletecollection) and an item path (GET, PUT, PATCH, DELETE), namespaced resources only
+under ``/namespaces/{namespace}/`` except for list/watch across namespaces. A request whose
+path matches no registered route is a 404; one whose path matches but whose method does not
+is a 405. We compute the same answer from the RequestInfo and the store's ``info``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Final
+
+from aiohttp import web
+
+from apiserver.endpoints import (
+    create,
+    delete,
+    deletecollection,
+    get,
+    patch,
+    update,
+    watch,
+)
+from apiserver.endpoints import list as list_
+from apiserver.endpoints.negotiation import (
+    DEFAULT_OUTPUT,
+    OutputType,
+    negotiate_output,
+)
+from apiserver.endpoints.response import Scope, write_error
+from apiserver.registry.interface import Context
+from apiserver.request import request_info, user_of
+from apiserver.status import APIError
+
+if TYPE_CHECKING:
+    from apiserver.registry.interface import RESTStore
+    from apiserver.request import RequestInfo
+
+Handler = Callable[[Scope], Awaitable[web.StreamResponse]]
+StoreKey = tuple[str, str, str]
+
+HANDLERS: Final[dict[str, Handler]] = {
+    "get": get.handle,
+    "list": list_.handle,
+    "watch": watch.handle,
+    "create": create.handle,
+    "update": update.handle,
+    "patch": patch.handle,
+    "delete": delete.handle,
+    "deletecollection": deletecollection.handle,
+}
+ITEM_VERBS: Final = frozenset({"get", "update", "patch", "delete"})
+COLLECTION_VERBS: Final = frozenset({"list", "watch", "create", "deletecollection"})
+# Verbs served on a namespaced resource's path without a namespace.
+ALL_NAMESPACES_VERBS: Final = frozenset({"list", "watch"})
+
+
+def not_found() -> APIError:
+    """Upstream's NotFound for unregistered paths (NewGenericServerResponse(404))."""
+    return APIError(404, "NotFound", "the server could not find the requested resource")
+
+
+def method_not_allowed() -> APIError:
+    """Upstream's answer for a registered path with an unregistered method."""
+    return APIError(405, "MethodNotAllowed",
+                    "the server does not allow this method on the requested resource")
+
+
+def _route(info: RequestInfo, store: RESTStore) -> Handler:
+    """The handler for ``info`` on ``store``, or the 404/405 upstream's routes give."""
+    ri = store.info
+    verb = info.verb
+    on_item = bool(info.name)
+    path_verbs = ITEM_VERBS if on_item else COLLECTION_VERBS
+    if ri.namespaced and not info.namespace:
+        # Only list/watch across namespaces exist without a namespace segment.
+        if on_item:
+            raise not_found()
+        path_verbs = ALL_NAMESPACES_VERBS
+    elif not ri.namespaced and info.namespace and ri.resource != "namespaces":
+        raise not_found()
+    served = {v for v in ri.verbs if v in path_verbs}
+    if on_item and "watch" in ri.verbs and "get" in served:
+        served.add("watch")  # GET .../name?watch=1
+    if not served:
+        raise not_found()
+    if verb not in served or verb not in HANDLERS:
+        raise method_not_allowed()
+    return HANDLERS[verb]
+
+
+def _output_for(request: web.Request, verb: str) -> OutputType:
+    return negotiate_output(request.headers.get("Accept", ""), stream=verb == "watch")
+
+
+class ResourceHandler:
+    """The aiohttp handler for every resource path."""
+
+    def __init__(self, stores: Mapping[StoreKey, RESTStore]) -> None:
+        self._stores = dict(stores)
+
+    def store_for(self, info: RequestInfo) -> RESTStore | None:
+        path = f"{info.resource}/{info.subresource}" if info.subresource else info.resource
+        return self._stores.get((info.api_group, info.api_version, path))
+
+    async def __call__(self, request: web.Request) -> web.StreamResponse:
+        output: OutputType | None = None
+        scope: Scope | None = None
+        try:
+            info = request_info(request)
+            store = self.store_for(info) if info.is_resource_request else None
+            if store is None or not info.resource:
+                raise not_found()
+            handler = _route(info, store)
+            output = _output_for(request, info.verb)
+            ctx = Context(namespace=info.namespace if store.info.namespaced else "",
+                          user=user_of(request), info=info)
+            scope = Scope(request=request, info=info, store=store, ctx=ctx, output=output)
+            return await handler(scope)
+        except APIError as err:
+            return write_error(request, err, output=_error_output(request, output),
+                               warnings=scope.warnings if scope is not None else None)
+
+
+def _error_output(request: web.Request, output: OutputType | None) -> OutputType:
+    """Errors are Status objects in the negotiated serializer (never a Table); JSON when
+    negotiation itself failed."""
+    if output is not None:
+        return OutputType(media_type=output.media_type, pretty=output.pretty)
+    try:
+        out = negotiate_output(request.headers.get("Accept", ""))
+    except APIError:
+        return DEFAULT_OUTPUT
+    return OutputType(media_type=out.media_type, pretty=out.pretty)
+
+
+def install(app: web.Application, stores: Mapping[StoreKey, RESTStore]) -> ResourceHandler:
+    """Route ``/api/v1/...`` and ``/apis/{group}/{version}/...`` (all methods) to the stores,
+    keyed by (group, version, "resource" or "resource/subresource")."""
+    handler = ResourceHandler(stores)
+    app.router.add_route("*", "/api/v1/{tail:.+}", handler)
+    app.router.add_route("*", "/apis/{group}/{version}/{tail:.+}", handler)
+    return handler
+
+
+@web.middleware
+async def error_middleware(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
+) -> web.StreamResponse:
+    """For apps that mount the handlers without the server's filter chain (tests): render
+    APIError as a Status and any other exception as a 500 Status without internals."""
+    from apiserver.status import internal
+
+    try:
+        return await handler(request)
+    except APIError as err:
+        return write_error(request, err)
+    except web.HTTPException:
+        raise
+    except Exception:  # noqa: BLE001 - the last line of defence
+        return write_error(request, internal("an error on the server prevented the request "
+                                             "from succeeding"))

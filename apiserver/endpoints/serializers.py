@@ -1,0 +1,249 @@
+"""Body decoding and response encoding: JSON (orjson) and YAML.
+
+Decoding reports duplicate keys (as dotted paths, ``spec.containers[0].name``) so that field
+validation can warn about them or reject them; the last duplicate wins, as in Go's decoder.
+YAML is converted to JSON values: timestamps stay strings (no implicit timestamp type, as
+upstream's YAML-to-JSON conversion), mapping keys become strings, and values JSON cannot
+carry (binary, NaN) are rejected.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from collections.abc import Callable
+from typing import Any, Final
+
+import orjson
+import yaml
+
+from apiserver.endpoints.negotiation import YAML
+from apiserver.status import bad_request
+
+# Responses larger than this are gzip-compressed when the client accepts it (upstream
+# defaultGzipThresholdBytes); level 1 as upstream (speed over ratio).
+GZIP_THRESHOLD: Final = 128 * 1024
+GZIP_LEVEL: Final = 1
+
+# Go's message for a body whose top level is not an object.
+_TYPE_META_STRUCT: Final = (
+    'struct { APIVersion string "json:\\"apiVersion,omitempty\\""; '
+    'Kind string "json:\\"kind,omitempty\\"" }'
+)
+
+
+class DecodeError(Exception):
+    """The body is not a document of the expected shape; ``str()`` is the detail."""
+
+
+# ---- JSON ----------------------------------------------------------------------------------
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    return "null"
+
+
+def _decode_json(body: bytes, track_duplicates: bool) -> tuple[Any, list[str]]:
+    if not track_duplicates:
+        try:
+            return orjson.loads(body), []
+        except orjson.JSONDecodeError as e:
+            raise DecodeError(str(e)) from None
+    dup_by_id: dict[int, tuple[dict[str, Any], list[str]]] = {}
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        d = dict(pairs)
+        if len(d) != len(pairs):
+            seen: set[str] = set()
+            dups: list[str] = []
+            for k, _ in pairs:
+                if k in seen and k not in dups:
+                    dups.append(k)
+                seen.add(k)
+            dup_by_id[id(d)] = (d, dups)
+        return d
+
+    try:
+        text = body.decode("utf-8")
+        value = json.loads(text, object_pairs_hook=hook)
+    except (UnicodeDecodeError, ValueError) as e:
+        raise DecodeError(str(e)) from None
+    if not dup_by_id:
+        return value, []
+    return value, _duplicate_paths(value, {i: d for i, (_, d) in dup_by_id.items()})
+
+
+def _duplicate_paths(root: Any, dups: dict[int, list[str]]) -> list[str]:
+    out: list[str] = []
+
+    def walk(node: Any, path: str) -> None:
+        if isinstance(node, dict):
+            for k in dups.get(id(node), ()):
+                out.append(f"{path}.{k}" if path else k)
+            for k, v in node.items():
+                if isinstance(v, dict | list):
+                    walk(v, f"{path}.{k}" if path else k)
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                if isinstance(v, dict | list):
+                    walk(v, f"{path}[{i}]")
+
+    walk(root, "")
+    return out
+
+
+# ---- YAML ----------------------------------------------------------------------------------
+
+_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc]
+    """Safe loader without implicit timestamps that records duplicate mapping keys."""
+
+    yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self.duplicates: list[str] = []
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = getattr(key_node, "value", None)
+            if isinstance(key, str):
+                if key in seen and key not in self.duplicates:
+                    self.duplicates.append(key)
+                seen.add(key)
+        result: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+        return result
+
+
+def _json_key(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if key is None:
+        return "null"
+    if isinstance(key, int | float):
+        return str(key)
+    raise DecodeError(f"error converting YAML to JSON: unsupported map key of type {type(key)}")
+
+
+def _to_json_value(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {_json_key(k): _to_json_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_to_json_value(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        raise DecodeError("error converting YAML to JSON: json: unsupported value: "
+                          f"{value}")
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    raise DecodeError(f"error converting YAML to JSON: unsupported value of type "
+                      f"{type(value).__name__}")
+
+
+def _decode_yaml(body: bytes) -> tuple[Any, list[str]]:
+    loader = _Loader(body)
+    try:
+        value = loader.get_single_data()
+    except yaml.YAMLError as e:
+        raise DecodeError(f"error converting YAML to JSON: yaml: {e}") from None
+    finally:
+        loader.dispose()
+    return _to_json_value(value), list(loader.duplicates)
+
+
+def decode(body: bytes, media_type: str, *, track_duplicates: bool = True
+           ) -> tuple[Any, list[str]]:
+    """Parse ``body`` (JSON or YAML) into JSON values; returns (value, duplicate paths)."""
+    if media_type == YAML:
+        return _decode_yaml(body)
+    return _decode_json(body, track_duplicates)
+
+
+def decode_object(body: bytes, media_type: str, *, track_duplicates: bool = True
+                  ) -> tuple[dict[str, Any], list[str]]:
+    """Decode a document that must be an object with string apiVersion/kind (or without
+    them). Raises DecodeError with upstream's "couldn't get version/kind" wording."""
+    try:
+        value, dups = decode(body, media_type, track_duplicates=track_duplicates)
+    except DecodeError as e:
+        raise DecodeError(f"couldn't get version/kind; json parse error: {e}") from None
+    if not isinstance(value, dict):
+        raise DecodeError("couldn't get version/kind; json parse error: json: cannot unmarshal "
+                          f"{_json_kind(value)} into Go value of type {_TYPE_META_STRUCT}")
+    for key in ("apiVersion", "kind"):
+        v = value.get(key)
+        if v is not None and not isinstance(v, str):
+            raise DecodeError("couldn't get version/kind; json parse error: json: cannot "
+                              f"unmarshal {_json_kind(v)} into Go struct field .{key} of type "
+                              "string")
+    return value, dups
+
+
+def summarize(body: bytes, max_length: int = 30) -> str:
+    """Upstream summarizeData: the start of the body for error messages."""
+    if not body:
+        return "<empty>"
+    if body[:1] == b"{":
+        text = body[:max_length].decode("utf-8", "replace")
+        return text + " ..." if len(body) > max_length else text
+    hexed = body[:max_length].hex()
+    return hexed + " ..." if len(body) > max_length else hexed
+
+
+def decode_patch_json(body: bytes) -> Any:
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as e:
+        raise bad_request(f"error decoding patch: {e}") from None
+
+
+# ---- encoding ------------------------------------------------------------------------------
+
+_BaseDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def _encode_yaml(obj: Any) -> bytes:
+    text: str = yaml.dump(obj, Dumper=_BaseDumper, sort_keys=True, default_flow_style=False,
+                          allow_unicode=True)
+    return text.encode("utf-8")
+
+
+def encoder_for(media_type: str, pretty: bool) -> Callable[[Any], bytes]:
+    if media_type == YAML:
+        return _encode_yaml
+    opts = orjson.OPT_APPEND_NEWLINE | (orjson.OPT_INDENT_2 if pretty else 0)
+    return lambda obj: orjson.dumps(obj, option=opts)
+
+
+def encode(obj: Any, media_type: str, pretty: bool = False) -> bytes:
+    return encoder_for(media_type, pretty)(obj)
+
+
+def encode_watch_event(event_type: str, obj: Any) -> bytes:
+    """One watch frame: a JSON document and a newline (upstream JSON stream framing)."""
+    return orjson.dumps({"type": event_type, "object": obj}, option=orjson.OPT_APPEND_NEWLINE)
+
+
+def wants_gzip(accept_encoding: str) -> bool:
+    """Upstream negotiateContentEncoding: any comma-separated token equal to ``gzip``."""
+    return any(tok.strip() == "gzip" for tok in accept_encoding.split(","))
+
+
+def compress(data: bytes) -> bytes:
+    return gzip.compress(data, compresslevel=GZIP_LEVEL)

@@ -1,0 +1,95 @@
+"""Watch (upstream ``handlers/watch.go``): a chunked stream of JSON documents, one
+``{"type": ..., "object": ...}`` per event followed by a newline, each written (and so sent)
+as it arrives. The stream ends when the store ends it, when ``timeoutSeconds`` passes, or
+when the client goes away; the store's stream is stopped in every case.
+
+aiohttp does not cancel a handler when its client disconnects, so while no event arrives
+the transport is checked once per ``_IDLE_CHECK`` seconds; the pending ``__anext__`` is kept
+across checks (cancelling it would end an async generator).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING, Any, Final
+
+from aiohttp import web
+
+from apiserver.endpoints import serializers
+from apiserver.endpoints.fieldvalidation import warning_header
+from apiserver.endpoints.negotiation import TABLE
+from apiserver.endpoints.params import list_options
+from apiserver.endpoints.response import transform_watch_object
+
+if TYPE_CHECKING:
+    from apiserver.endpoints.response import Scope
+    from apiserver.registry.interface import WatchItem
+
+_IDLE_CHECK: Final = 1.0
+
+
+def _frame(scope: Scope, item: WatchItem, first: bool) -> bytes:
+    obj: Any = item.object
+    if scope.output.convert == TABLE and item.type == "BOOKMARK":
+        rv = (obj.get("metadata") or {}).get("resourceVersion", "")
+        obj = {"kind": TABLE, "apiVersion": scope.output.convert_api_version,
+               "metadata": {"resourceVersion": rv}, "columnDefinitions": None, "rows": None}
+    elif item.type != "ERROR":
+        obj = transform_watch_object(scope, obj, first=first)
+    return serializers.encode_watch_event(item.type, obj)
+
+
+def _gone(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
+
+
+async def handle(scope: Scope) -> web.StreamResponse:
+    request = scope.request
+    opts = list_options(request.query, watch=True, name=scope.info.name)
+    stream = await scope.store.watch(scope.ctx, opts)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + opts.timeout_seconds if opts.timeout_seconds > 0 else None
+    resp = web.StreamResponse(status=200)
+    resp.content_type = scope.output.media_type
+    resp.enable_chunked_encoding()
+    for w in scope.warnings:
+        resp.headers.add("Warning", warning_header(w))
+    pending: asyncio.Future[WatchItem] | None = None
+    try:
+        await resp.prepare(request)
+        events = stream.__aiter__()
+        first = True
+        while True:
+            wait = _IDLE_CHECK
+            if deadline is not None:
+                wait = min(wait, deadline - loop.time())
+                if wait <= 0:
+                    break
+            if pending is None:
+                pending = asyncio.ensure_future(events.__anext__())
+            done, _ = await asyncio.wait({pending}, timeout=wait)
+            if not done:
+                if _gone(request):
+                    break
+                continue
+            fut, pending = pending, None
+            try:
+                item = fut.result()
+            except StopAsyncIteration:
+                break
+            await resp.write(_frame(scope, item, first))
+            if item.type in ("ADDED", "MODIFIED", "DELETED"):
+                first = False
+    except (ConnectionResetError, ConnectionError):
+        pass
+    finally:
+        if pending is not None:
+            pending.cancel()
+            with contextlib.suppress(BaseException):
+                await pending
+        stream.stop()
+    with contextlib.suppress(ConnectionResetError, ConnectionError, RuntimeError):
+        await resp.write_eof()
+    return resp
