@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 AUTHZ_MODES: Final = ("AlwaysAllow", "AlwaysDeny", "ABAC", "Webhook", "RBAC", "Node")
 # Modes upstream has that this server does not serve yet: refused at start-up.
@@ -53,12 +53,12 @@ def parse_bool(text: str) -> bool:
     raise ValueError(f'strconv.ParseBool: parsing "{text}": invalid syntax')
 
 
-def _arg(fn: object, name: str) -> object:
+def _arg(fn: Callable[[str], Any], name: str) -> Callable[[str], Any]:
     """Wrap a parser so argparse prints our message (it only shows the type's __name__)."""
 
-    def parse(text: str) -> object:
+    def parse(text: str) -> Any:
         try:
-            return fn(text)  # type: ignore[operator]
+            return fn(text)
         except ValueError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+from aiohttp import web
+
 from apiserver.request import REQUEST_INFO, USER
 
 if TYPE_CHECKING:
-    from aiohttp import web
     from aiohttp.typedefs import Handler, Middleware
 
     from apiserver.request import RequestInfo, UserInfo
@@ -32,10 +33,12 @@ class NoAudit:
 
 def audit(sink: AuditSink) -> Middleware:
     if isinstance(sink, NoAudit):
+        @web.middleware
         async def passthrough(request: web.Request, handler: Handler) -> web.StreamResponse:
             return await handler(request)
         return passthrough
 
+    @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         user, info = request[USER], request[REQUEST_INFO]
         sink.request_received(user, info)

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from aiohttp import web
+
 from apiserver.request import USER
 
 if TYPE_CHECKING:
-    from aiohttp import web
     from aiohttp.typedefs import Handler, Middleware
 
     from apiserver.authn.union import RequestAuthenticator
 
 
 def authentication(authenticator: RequestAuthenticator) -> Middleware:
+    @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         request[USER] = await authenticator.authenticate(request)
         return await handler(request)

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from aiohttp import web
+
 from apiserver.authz.modes import forbidden_error
 from apiserver.request import REQUEST_INFO, USER
 
 if TYPE_CHECKING:
-    from aiohttp import web
     from aiohttp.typedefs import Handler, Middleware
 
     from apiserver.authz.interface import Authorizer
 
 
 def authorization(authorizer: Authorizer) -> Middleware:
+    @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         user, info = request[USER], request[REQUEST_INFO]
         decision = await authorizer.authorize(user, info)

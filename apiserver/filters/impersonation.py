@@ -11,12 +11,13 @@ from __future__ import annotations
 import urllib.parse
 from typing import TYPE_CHECKING, Final
 
+from aiohttp import web
+
 from apiserver.authz.modes import forbidden_error
 from apiserver.request import ANONYMOUS, USER, RequestInfo, UserInfo
 from apiserver.status import bad_request
 
 if TYPE_CHECKING:
-    from aiohttp import web
     from aiohttp.typedefs import Handler, Middleware
 
     from apiserver.authz.interface import Authorizer
@@ -39,6 +40,7 @@ def _target(path: str, resource: str, name: str, *, group: str = "", namespace: 
 
 
 def impersonation(authorizer: Authorizer) -> Middleware:
+    @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         h = request.headers
         extra_keys = [k for k in h if k.lower().startswith(EXTRA_PREFIX)]

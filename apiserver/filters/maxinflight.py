@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+from aiohttp import web
+
 from apiserver.metrics import CURRENT_INFLIGHT
 from apiserver.request import REQUEST_INFO, USER
 from apiserver.status import too_many_requests
 
 if TYPE_CHECKING:
-    from aiohttp import web
     from aiohttp.typedefs import Handler, Middleware
 
 PRIVILEGED_GROUP: Final = "system:masters"
@@ -34,6 +35,7 @@ def max_in_flight(read_only_limit: int, mutating_limit: int) -> Middleware:
     read_only = _Slots(read_only_limit, "readOnly")
     mutating = _Slots(mutating_limit, "mutating")
 
+    @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         info = request[REQUEST_INFO]
         if info.is_long_running:

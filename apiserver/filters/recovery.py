@@ -105,6 +105,7 @@ def metric_labels(request: web.Request, info: RequestInfo | None,
 
 
 def recovery(known: Set[tuple[str, str, str]]) -> Middleware:
+    @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         start = time.perf_counter()
         resp: web.StreamResponse | None = None

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from aiohttp import web
+
 from apiserver.request import REQUEST_INFO, parse_request_info
 
 if TYPE_CHECKING:
-    from aiohttp import web
     from aiohttp.typedefs import Handler, Middleware
 
 
 def request_info() -> Middleware:
+    @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         q = request.query
         query = {k: q[k] for k in ("watch",) if k in q}

@@ -8,12 +8,13 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Final
 
+from aiohttp import web
+
 from apiserver.options import parse_duration
 from apiserver.request import REQUEST_INFO
 from apiserver.status import APIError, bad_request
 
 if TYPE_CHECKING:
-    from aiohttp import web
     from aiohttp.typedefs import Handler, Middleware
 
 TIMEOUT_MESSAGE: Final = ("Timeout: request did not complete within requested timeout - "
@@ -21,6 +22,7 @@ TIMEOUT_MESSAGE: Final = ("Timeout: request did not complete within requested ti
 
 
 def request_timeout(default_seconds: float) -> Middleware:
+    @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         info = request[REQUEST_INFO]
         if info.is_long_running:

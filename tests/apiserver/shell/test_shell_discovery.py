@@ -1,0 +1,132 @@
+"""Discovery documents, aggregated discovery, /version, /metrics."""
+
+from __future__ import annotations
+
+import yaml
+
+AGG = "application/json;g=apidiscovery.plat.io;v=v2;as=APIGroupDiscoveryList"
+
+
+async def test_api_versions(make_client):
+    client, _ = await make_client()
+    r = await client.get("/api")
+    assert r.status == 200
+    body = await r.json()
+    assert body["kind"] == "APIVersions"
+    assert body["versions"] == ["v1"]
+    (addr,) = body["serverAddressByClientCIDRs"]
+    assert addr["clientCIDR"] == "0.0.0.0/0" and addr["serverAddress"]
+
+
+async def test_core_resource_list(make_client):
+    client, _ = await make_client()
+    body = await (await client.get("/api/v1")).json()
+    assert body["kind"] == "APIResourceList" and body["groupVersion"] == "v1"
+    assert "apiVersion" not in body
+    names = [r["name"] for r in body["resources"]]
+    assert names == ["configmaps", "namespaces", "namespaces/status"]
+    cm = body["resources"][0]
+    assert cm == {"name": "configmaps", "singularName": "configmap", "namespaced": True,
+                  "kind": "ConfigMap",
+                  "verbs": ["create", "delete", "deletecollection", "get", "list", "patch",
+                            "update", "watch"],
+                  "shortNames": ["cm"], "storageVersionHash": "qFsyl6wFWjQ="}
+    assert body["resources"][2] == {"name": "namespaces/status", "singularName": "",
+                                    "namespaced": False, "kind": "Namespace",
+                                    "verbs": ["get", "patch", "update"]}
+
+
+async def test_group_resource_list_with_subresources(make_client):
+    client, _ = await make_client()
+    body = await (await client.get("/apis/apps/v1")).json()
+    assert (body["kind"], body["apiVersion"], body["groupVersion"]) == \
+        ("APIResourceList", "v1", "apps/v1")
+    by_name = {r["name"]: r for r in body["resources"]}
+    assert list(by_name) == ["statefulsets", "statefulsets/scale", "statefulsets/status"]
+    assert by_name["statefulsets"]["categories"] == ["all"]
+    assert by_name["statefulsets/scale"]["group"] == "autoscaling"
+    assert by_name["statefulsets/scale"]["kind"] == "Scale"
+    assert by_name["statefulsets/status"]["kind"] == "StatefulSet"
+    assert (await client.get("/apis/apps/v2")).status == 404
+    assert (await client.get("/apis/nosuch/v1")).status == 404
+
+
+async def test_groups(make_client):
+    client, _ = await make_client()
+    body = await (await client.get("/apis")).json()
+    assert body["kind"] == "APIGroupList" and body["apiVersion"] == "v1"
+    groups = {g["name"]: g for g in body["groups"]}
+    assert list(groups) == ["apps", "coordination.plat.io"]
+    coord = groups["coordination.plat.io"]
+    assert coord["versions"] == [
+        {"groupVersion": "coordination.plat.io/v1", "version": "v1"},
+        {"groupVersion": "coordination.plat.io/v1beta1", "version": "v1beta1"}]
+    assert coord["preferredVersion"] == coord["versions"][0]
+    one = await (await client.get("/apis/apps")).json()
+    assert one == {"kind": "APIGroup", "apiVersion": "v1", "name": "apps",
+                   "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
+                   "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"}}
+    assert (await client.get("/apis/nosuch")).status == 404
+
+
+async def test_aggregated(make_client):
+    client, _ = await make_client()
+    accept = f"{AGG},application/json;q=0.9"
+    r = await client.get("/apis", headers={"Accept": accept})
+    assert r.headers["Content-Type"] == AGG
+    assert "Accept" in r.headers["Vary"]
+    body = await r.json()
+    assert (body["kind"], body["apiVersion"]) == ("APIGroupDiscoveryList",
+                                                  "apidiscovery.plat.io/v2")
+    apps = body["items"][0]
+    assert apps["metadata"]["name"] == "apps"
+    (v1,) = apps["versions"]
+    assert v1["version"] == "v1" and v1["freshness"] == "Current"
+    (sts,) = v1["resources"]
+    assert sts["resource"] == "statefulsets"
+    assert sts["responseKind"] == {"group": "apps", "version": "v1", "kind": "StatefulSet"}
+    assert sts["scope"] == "Namespaced" and sts["singularResource"] == "statefulset"
+    assert sts["shortNames"] == ["sts"] and sts["categories"] == ["all"]
+    assert sts["subresources"] == [
+        {"subresource": "scale", "responseKind": {"group": "autoscaling", "version": "v1",
+                                                  "kind": "Scale"},
+         "verbs": ["get", "patch", "update"]},
+        {"subresource": "status", "responseKind": {"group": "apps", "version": "v1",
+                                                   "kind": "StatefulSet"},
+         "verbs": ["get", "patch", "update"]}]
+    coord = body["items"][1]
+    assert [v["version"] for v in coord["versions"]] == ["v1", "v1beta1"]
+
+    core = await (await client.get("/api", headers={"Accept": accept})).json()
+    (item,) = core["items"]
+    assert "name" not in item["metadata"]
+    ns = next(r for r in item["versions"][0]["resources"] if r["resource"] == "namespaces")
+    assert ns["scope"] == "Cluster"
+    assert ns["responseKind"] == {"group": "", "version": "v1", "kind": "Namespace"}
+
+
+async def test_negotiation_fallbacks(make_client):
+    client, _ = await make_client()
+    # unrenamed or unknown aggregated types fall back to the legacy form
+    r = await client.get("/apis", headers={
+        "Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+                  "application/json"})
+    assert r.headers["Content-Type"].startswith("application/json")
+    assert (await r.json())["kind"] == "APIGroupList"
+    r = await client.get("/apis/apps/v1", headers={"Accept": "application/yaml"})
+    assert yaml.safe_load(await r.text())["groupVersion"] == "apps/v1"
+    r = await client.get("/api", headers={"Accept": "text/html"})
+    assert r.status == 406
+    assert (await r.json())["reason"] == "NotAcceptable"
+
+
+async def test_version_and_metrics(make_client):
+    client, _ = await make_client()
+    body = await (await client.get("/version")).json()
+    assert (body["major"], body["minor"], body["gitVersion"]) == ("1", "33", "v1.33.0")
+    for k in ("gitCommit", "gitTreeState", "buildDate", "goVersion", "compiler", "platform"):
+        assert body[k]
+    r = await client.get("/metrics")
+    assert r.status == 200
+    assert r.headers["Content-Type"].startswith("text/plain")
+    assert "apiserver_request_total" in await r.text()

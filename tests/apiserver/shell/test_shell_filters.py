@@ -1,0 +1,237 @@
+"""The filter chain through a real app: order of stages, errors as Status, authentication,
+authorization, impersonation, in-flight limits, timeouts, metrics."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from prometheus_client import REGISTRY
+
+from .conftest import with_options
+
+TOKENS = '''tok-alice,alice,uid-1,"dev,ops"
+tok-root,root,uid-0,system:masters
+tok-bob, bob, uid-2
+'''
+
+
+def token_file(tmp_path: Path) -> str:
+    p = tmp_path / "tokens.csv"
+    p.write_text(TOKENS)
+    return str(p)
+
+
+def bearer(tok: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {tok}"}
+
+
+async def test_anonymous_and_request_info(make_client):
+    client, _ = await make_client()
+    r = await client.get("/api/v1/namespaces/ns1/configmaps/x")
+    assert r.status == 200
+    body = await r.json()
+    assert body["user"] == "system:anonymous"
+    assert body["groups"] == ["system:unauthenticated"]
+    assert (body["verb"], body["resource"], body["namespace"], body["name"]) == \
+        ("get", "configmaps", "ns1", "x")
+    r = await client.get("/apis/apps/v1/statefulsets?watch=true")
+    assert (await r.json())["verb"] == "watch"
+
+
+async def test_unknown_path_and_method_are_status(make_client):
+    client, _ = await make_client()
+    r = await client.get("/nothing/here")
+    assert r.status == 404
+    assert r.content_type == "application/json"
+    assert await r.json() == {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": "the server could not find the requested resource", "reason": "NotFound",
+        "details": {}, "code": 404}
+    r = await client.post("/version")
+    assert r.status == 405
+    assert (await r.json())["reason"] == "MethodNotAllowed"
+
+
+async def test_handler_exception_is_500_without_internals(make_client):
+    client, _ = await make_client()
+    r = await client.get("/api/v1/configmaps?boom=1")
+    assert r.status == 500
+    body = await r.json()
+    assert body["reason"] == "InternalError" and body["code"] == 500
+    assert "secret internal detail" not in await r.text()
+
+
+async def test_body_over_client_max_size_is_413(make_client):
+    client, _ = await make_client()
+    r = await client.post("/api/v1/namespaces/a/configmaps?read=1", data=b"x" * (3 << 20))
+    assert r.status == 200
+    r = await client.post("/api/v1/namespaces/a/configmaps?read=1",
+                          data=b"x" * ((4 << 20) + 1))
+    assert r.status == 413
+    body = await r.json()
+    assert (body["reason"], body["code"]) == ("RequestEntityTooLarge", 413)
+
+
+async def test_token_file_users(make_client, tmp_path):
+    client, _ = await make_client(with_options(token_auth_file=token_file(tmp_path)))
+    r = await client.get("/api/v1/configmaps", headers=bearer("tok-alice"))
+    body = await r.json()
+    assert (body["user"], body["uid"]) == ("alice", "uid-1")
+    assert body["groups"] == ["dev", "ops", "system:authenticated"]
+    r = await client.get("/api/v1/configmaps", headers=bearer("tok-bob"))
+    body = await r.json()
+    assert (body["user"], body["groups"]) == ("bob", ["system:authenticated"])
+    # not a bearer header, or an empty token: no credential at all -> anonymous
+    for h in ({"Authorization": "Basic Zm9vOmJhcg=="}, {"Authorization": "Bearer "}):
+        r = await client.get("/api/v1/configmaps", headers=h)
+        assert (await r.json())["user"] == "system:anonymous"
+
+
+async def test_bad_token_is_401_even_with_anonymous(make_client, tmp_path):
+    client, _ = await make_client(with_options(token_auth_file=token_file(tmp_path)))
+    for tok in ("nope", "tok-alic", "tok-alice2"):
+        r = await client.get("/api/v1/configmaps", headers=bearer(tok))
+        assert r.status == 401
+        assert await r.json() == {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "Unauthorized", "reason": "Unauthorized", "code": 401}
+
+
+async def test_anonymous_off_is_401(make_client):
+    client, _ = await make_client(with_options(anonymous_auth=False))
+    r = await client.get("/version")
+    assert r.status == 401
+
+
+async def test_always_deny_message(make_client, tmp_path):
+    client, _ = await make_client(with_options(
+        token_auth_file=token_file(tmp_path), authorization_mode=("AlwaysDeny",)))
+    r = await client.get("/api/v1/namespaces/ns1/configmaps/x", headers=bearer("tok-alice"))
+    assert r.status == 403
+    assert await r.json() == {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": 'configmaps "x" is forbidden: User "alice" cannot get resource '
+                   '"configmaps" in API group "" in the namespace "ns1": Everything is '
+                   'forbidden.',
+        "reason": "Forbidden", "details": {"name": "x", "kind": "configmaps"}, "code": 403}
+    r = await client.get("/apis/apps/v1/statefulsets/web/status")
+    assert (await r.json())["message"] == (
+        'statefulsets.apps "web" is forbidden: User "system:anonymous" cannot get resource '
+        '"statefulsets/status" in API group "apps" at the cluster scope: Everything is '
+        'forbidden.')
+    r = await client.get("/version")
+    assert r.status == 403
+    assert (await r.json())["message"] == (
+        'forbidden: User "system:anonymous" cannot get path "/version": Everything is '
+        'forbidden.')
+    # system:masters is always allowed
+    r = await client.get("/api/v1/configmaps", headers=bearer("tok-root"))
+    assert r.status == 200
+
+
+async def test_order_authentication_before_authorization(make_client, tmp_path):
+    client, _ = await make_client(with_options(
+        token_auth_file=token_file(tmp_path), authorization_mode=("AlwaysDeny",)))
+    r = await client.get("/api/v1/configmaps", headers=bearer("bad"))
+    assert r.status == 401
+
+
+async def test_impersonation(make_client, tmp_path):
+    tokens = token_file(tmp_path)
+    client, _ = await make_client(with_options(token_auth_file=tokens))
+    r = await client.get("/api/v1/configmaps", headers={
+        **bearer("tok-alice"), "Impersonate-User": "carol", "Impersonate-Group": "g1",
+        "Impersonate-Extra-Scopes": "s1"})
+    body = await r.json()
+    assert body["user"] == "carol"
+    assert body["groups"] == ["g1", "system:authenticated"]
+    assert body["extra"] == {"scopes": ["s1"]}
+    r = await client.get("/api/v1/configmaps", headers={
+        "Impersonate-User": "system:serviceaccount:ns1:robot"})
+    assert (await r.json())["groups"] == [
+        "system:serviceaccounts", "system:serviceaccounts:ns1", "system:authenticated"]
+    r = await client.get("/api/v1/configmaps", headers={"Impersonate-Group": "g1"})
+    assert r.status == 400
+
+    deny, _ = await make_client(with_options(token_auth_file=tokens,
+                                             authorization_mode=("AlwaysDeny",)))
+    r = await deny.get("/api/v1/configmaps", headers={
+        **bearer("tok-alice"), "Impersonate-User": "carol"})
+    assert r.status == 403
+    assert (await r.json())["message"] == (
+        'users "carol" is forbidden: User "alice" cannot impersonate resource "users" in '
+        'API group "" at the cluster scope: Everything is forbidden.')
+    # system:masters may impersonate, and the impersonated user is then denied
+    r = await deny.get("/api/v1/configmaps", headers={
+        **bearer("tok-root"), "Impersonate-User": "carol"})
+    assert r.status == 403
+    assert 'User "carol" cannot list resource "configmaps"' in (await r.json())["message"]
+
+
+async def test_max_in_flight(make_client, tmp_path):
+    client, state = await make_client(with_options(
+        token_auth_file=token_file(tmp_path), max_requests_inflight=1,
+        max_mutating_requests_inflight=1, authorization_mode=("AlwaysDeny",)))
+    root = bearer("tok-root")
+    held = asyncio.ensure_future(client.get("/api/v1/configmaps?block=1", headers=root))
+    await state["entered"].wait()
+    try:
+        # over the read-only limit: 429, decided before authorization (not 403)
+        r = await client.get("/api/v1/configmaps")
+        assert r.status == 429
+        assert r.headers["Retry-After"] == "1"
+        assert await r.json() == {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "Too many requests, please try again later.",
+            "reason": "TooManyRequests", "details": {"retryAfterSeconds": 1}, "code": 429}
+        inflight = REGISTRY.get_sample_value("apiserver_current_inflight_requests",
+                                             {"request_kind": "readOnly"})
+        assert inflight == 1
+        # the mutating pool is separate; system:masters is served over the limit; watches
+        # are not counted
+        r = await client.post("/api/v1/namespaces/a/configmaps", headers=root)
+        assert r.status == 200
+        r = await client.get("/api/v1/configmaps", headers=root)
+        assert r.status == 200
+        r = await client.get("/api/v1/configmaps?watch=1", headers=root)
+        assert r.status == 200
+    finally:
+        state["release"].set()
+        r = await held
+        assert r.status == 200
+
+
+async def test_request_timeout(make_client):
+    client, _ = await make_client(with_options(request_timeout=0.2))
+    r = await client.get("/api/v1/configmaps?sleep=5")
+    assert r.status == 504
+    body = await r.json()
+    assert body["reason"] == "Timeout"
+    assert body["message"] == ("Timeout: request did not complete within requested timeout "
+                               "- context deadline exceeded")
+    # a watch is long-running: not timed out by the filter
+    r = await client.get("/api/v1/configmaps?watch=1&sleep=0.4")
+    assert r.status == 200
+    # a shorter client timeout applies; a malformed one is a 400
+    client2, _ = await make_client(with_options(request_timeout=60))
+    r = await client2.get("/api/v1/configmaps?sleep=5&timeout=200ms")
+    assert r.status == 504
+    r = await client2.get("/api/v1/configmaps?timeout=soon")
+    assert r.status == 400
+
+
+async def test_request_metrics(make_client):
+    client, _ = await make_client()
+    labels = {"verb": "LIST", "dry_run": "", "group": "apps", "version": "v1",
+              "resource": "statefulsets", "subresource": "", "scope": "namespace",
+              "component": "apiserver", "code": "200"}
+    before = REGISTRY.get_sample_value("apiserver_request_total", labels) or 0
+    r = await client.get("/apis/apps/v1/namespaces/a/statefulsets")
+    assert r.status == 200
+    assert REGISTRY.get_sample_value("apiserver_request_total", labels) == before + 1
+    # unknown resources do not create series with their names
+    await client.get("/apis/apps/v1/namespaces/a/zzzunknown")
+    text = await (await client.get("/metrics")).text()
+    assert "zzzunknown" not in text
+    assert "apiserver_request_duration_seconds_bucket" in text
