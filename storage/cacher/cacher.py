@@ -59,7 +59,7 @@ log = logging.getLogger(__name__)
 WAIT_TIMEOUT: Final = 3.0
 # A consistent read waits this long for the cache when the backend cannot be asked for a
 # progress notification, then goes to the backend.
-NO_PROGRESS_WAIT: Final = 0.1
+NO_PROGRESS_WAIT: Final = 0.05
 # How often a waiting consistent read asks the backend for progress again.
 PROGRESS_PERIOD: Final = 0.1
 # Default per-watcher buffer of live events.
@@ -495,7 +495,11 @@ class Cacher:
     # -- Interface: watch ----------------------------------------------------------------------
 
     async def watch(self, key: str, opts: ListOptions) -> Watcher:
-        if not self._covers(key) or not await self.wait_ready(WAIT_TIMEOUT):
+        if (
+            self._closing
+            or not self._covers(key)
+            or not await self.wait_ready(WAIT_TIMEOUT)
+        ):
             return await self._backend.watch(key, opts)
         cache = self._cache
         rv_s = opts.resource_version
@@ -506,9 +510,14 @@ class Cacher:
                 # cannot catch up in time still serves its state (upstream serves rv 0 here).
                 await self._wait_fresh()
                 return self._start(key, opts, snapshot=True, start_rv=cache.rv)
-            target = await self._backend.current_revision()
-            await self._wait_rv(target)
-            return self._start(key, opts, snapshot=sie, start_rv=target)
+            fresh = await self._wait_fresh()
+            if sie:
+                # A consistent snapshot is owed; the backend gives one if we cannot.
+                if not fresh:
+                    return await self._backend.watch(key, opts)
+                return self._start(key, opts, snapshot=True, start_rv=cache.rv)
+            # "From now": the cache's revision is at most a moment behind the store's.
+            return self._start(key, opts, snapshot=False, start_rv=cache.rv)
         requested = parse_rv(rv_s)
         if requested == 0:
             # sendInitialEvents=false with "0": from now, without the current state.

@@ -131,6 +131,8 @@ async def test_watch_below_window_after_compaction(backend: Interface, cacher: C
 
 async def test_initial_events_end_bookmark(backend: Interface, cacher: Cacher) -> None:
     await cacher.create(key("a", "x"), cm("a", "x"))
+    # a write elsewhere: the bookmark must still carry the store's current revision
+    await backend.create("/registry/secrets/a/s", cm("a", "s"))
     w = await cacher.watch(
         PREFIX,
         ListOptions(resource_version="", resource_version_match="NotOlderThan",
