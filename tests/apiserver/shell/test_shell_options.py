@@ -1,0 +1,69 @@
+"""Command-line flags: upstream names and value forms; bad flags exit 2 with a message."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from apiserver.options import parse_bool, parse_duration, parse_options
+
+
+def test_defaults_plat_apiserver():
+    o = parse_options(["--etcd-servers", "http://a:2379, http://b:2379"], allinone=False)
+    assert o.etcd_servers == ("http://a:2379", "http://b:2379")
+    assert o.secure_port == 6443 and o.bind_address == "0.0.0.0"
+    assert o.watch_cache is True and o.anonymous_auth is True
+    assert o.authorization_mode == ("AlwaysAllow",)
+    assert (o.max_requests_inflight, o.max_mutating_requests_inflight) == (400, 200)
+    assert o.request_timeout == 60.0 and o.etcd_compaction_interval == 300.0
+
+
+def test_flag_forms():
+    o = parse_options(["--data-dir", "/d", "--watch-cache=false", "--anonymous-auth", "false",
+                       "--etcd-compaction-interval=0", "--request-timeout=1m30s",
+                       "--authorization-mode=AlwaysDeny,AlwaysAllow",
+                       "--max-requests-inflight=0"], allinone=True)
+    assert o.data_dir == "/d" and o.watch_cache is False and o.anonymous_auth is False
+    assert o.etcd_compaction_interval == 0 and o.request_timeout == 90.0
+    assert o.authorization_mode == ("AlwaysDeny", "AlwaysAllow")
+    assert o.max_requests_inflight == 0
+    o = parse_options(["--data-dir", "/d", "--watch-cache"], allinone=True)
+    assert o.watch_cache is True
+
+
+def test_durations_and_bools():
+    assert parse_duration("5m") == 300 and parse_duration("300s") == 300
+    assert parse_duration("1h2m3.5s") == 3723.5 and parse_duration("250ms") == 0.25
+    for bad in ("", "5", "m5", "-1s", "5 m"):
+        with pytest.raises(ValueError):
+            parse_duration(bad)
+    assert parse_bool("T") and not parse_bool("0")
+    with pytest.raises(ValueError):
+        parse_bool("yes")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--etcd-servers=x", "--secure-port=http"], "--secure-port"),
+    (["--etcd-servers=x", "--authorization-mode=RBAC"], "not supported by this server yet"),
+    (["--etcd-servers=x", "--authorization-mode=Bogus"], 'authorization-mode "Bogus" is not a'
+                                                         " valid mode"),
+    (["--etcd-servers=x", "--watch-cache=maybe"], "invalid syntax"),
+    (["--etcd-servers=x", "--etcd-compaction-interval=soon"], "invalid duration"),
+    (["--etcd-servers=x", "--no-such-flag"], "unrecognized arguments"),
+    (["--etcd-servers=x", "--tls-cert-file=a"], "must be given together"),
+    ([], "--etcd-servers must be specified"),
+])
+def test_bad_flags_exit_2(argv, message, capsys):
+    with pytest.raises(SystemExit) as e:
+        parse_options(argv, allinone=False)
+    assert e.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_plat_server_requires_data_dir():
+    out = subprocess.run([sys.executable, "-m", "apiserver.allinone", "--secure-port", "1"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert "--data-dir" in out.stderr
