@@ -142,13 +142,6 @@ class CacheWatcher:
             self._queue.append(bookmark_event(rv))
             self._wake()
 
-    def offer_error(self, error: StorageError) -> None:
-        """Queue a final ERROR event and close (the event may exceed the capacity by one)."""
-        if self._closed:
-            return
-        self._queue.append(WatchEvent(type="ERROR", object={}, error=error))
-        self.close()
-
     def close(self) -> None:
         """No more input: the iterator ends after the queued events."""
         if not self._closed:

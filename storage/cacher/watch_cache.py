@@ -22,7 +22,7 @@ import asyncio
 import time
 from bisect import bisect_left, bisect_right
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Final, Literal
@@ -108,11 +108,6 @@ class WatchCache:
         lo = bisect_left(keys, max(prefix, start))
         hi = bisect_left(keys, prefix_range_end(prefix), lo)
         return keys[lo:hi]
-
-    def count_range(self, prefix: str) -> int:
-        keys = self._keys
-        lo = bisect_left(keys, prefix)
-        return bisect_left(keys, prefix_range_end(prefix), lo) - lo
 
     def objects(self, keys: Iterable[str]) -> list[Object]:
         items = self._items
@@ -209,11 +204,6 @@ class WatchCache:
             except TimeoutError:
                 return self.rv >= rv
         return True
-
-    def iter_items(self, keys: Iterable[str]) -> Iterator[tuple[str, Object]]:
-        items = self._items
-        for k in keys:
-            yield k, items[k]
 
 
 def _event_rv(event: CacheEvent) -> int:
