@@ -106,7 +106,7 @@ class ResourceHandler:
         path = f"{info.resource}/{info.subresource}" if info.subresource else info.resource
         return self._stores.get((info.api_group, info.api_version, path))
 
-    async def __call__(self, request: web.Request) -> web.StreamResponse:
+    async def handle(self, request: web.Request) -> web.StreamResponse:
         output: OutputType | None = None
         scope: Scope | None = None
         try:
@@ -141,8 +141,8 @@ def install(app: web.Application, stores: Mapping[StoreKey, RESTStore]) -> Resou
     """Route ``/api/v1/...`` and ``/apis/{group}/{version}/...`` (all methods) to the stores,
     keyed by (group, version, "resource" or "resource/subresource")."""
     handler = ResourceHandler(stores)
-    app.router.add_route("*", "/api/v1/{tail:.+}", handler)
-    app.router.add_route("*", "/apis/{group}/{version}/{tail:.+}", handler)
+    app.router.add_route("*", "/api/v1/{tail:.+}", handler.handle)
+    app.router.add_route("*", "/apis/{group}/{version}/{tail:.+}", handler.handle)
     return handler
 
 

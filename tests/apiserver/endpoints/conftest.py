@@ -1,0 +1,65 @@
+"""A real aiohttp app with the endpoint handlers over in-memory stores."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from apiserver.endpoints import error_middleware, install
+from apiserver.resources import ResourceInfo
+from tests.apiserver.endpoints.memstore import MemStore
+
+
+def make_stores() -> dict[tuple[str, str, str], Any]:
+    cm = MemStore(ResourceInfo(group="", version="v1", resource="configmaps", kind="ConfigMap",
+                               namespaced=True))
+    ns = MemStore(ResourceInfo(group="", version="v1", resource="namespaces", kind="Namespace",
+                               namespaced=False))
+    ns_status = MemStore(ResourceInfo(group="", version="v1", resource="namespaces",
+                                      kind="Namespace", namespaced=False, subresource="status",
+                                      verbs=("get", "patch", "update")), parent=ns)
+    sts = MemStore(ResourceInfo(group="apps", version="v1", resource="statefulsets",
+                                kind="StatefulSet", namespaced=True))
+    sts_status = MemStore(ResourceInfo(group="apps", version="v1", resource="statefulsets",
+                                       kind="StatefulSet", namespaced=True, subresource="status",
+                                       verbs=("get", "patch", "update")), parent=sts)
+    ssr = MemStore(ResourceInfo(group="authentication.plat.io", version="v1",
+                                resource="selfsubjectreviews", kind="SelfSubjectReview",
+                                namespaced=False, verbs=("create",)))
+    return {
+        ("", "v1", "configmaps"): cm,
+        ("", "v1", "namespaces"): ns,
+        ("", "v1", "namespaces/status"): ns_status,
+        ("apps", "v1", "statefulsets"): sts,
+        ("apps", "v1", "statefulsets/status"): sts_status,
+        ("authentication.plat.io", "v1", "selfsubjectreviews"): ssr,
+    }
+
+
+@pytest.fixture
+def stores() -> dict[tuple[str, str, str], Any]:
+    return make_stores()
+
+
+@pytest.fixture
+async def client(stores: dict[tuple[str, str, str], Any]) -> AsyncIterator[TestClient[Any, Any]]:
+    app = web.Application(middlewares=[error_middleware])
+    install(app, stores)
+    async with TestClient(TestServer(app)) as c:
+        yield c
+
+
+CM = "/api/v1/namespaces/ns1/configmaps"
+
+
+async def create_cm(client: TestClient[Any, Any], name: str, **extra: Any) -> dict[str, Any]:
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
+            "data": {"k": "v"}, **extra}
+    r = await client.post(CM, json=body)
+    assert r.status == 201, await r.text()
+    out: dict[str, Any] = await r.json()
+    return out
