@@ -1,0 +1,378 @@
+"""The generic store (upstream ``registry/generic/registry/store.go``): one ``RESTStore`` for
+any kind, parameterised by a ``Strategy``. Reads and creates live here; updates in
+``generic_update.py``, deletes in ``generic_delete.py``.
+
+Objects from storage may be shared with a cache: every path deep-copies before changing one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import copy
+import datetime as dt
+import logging
+import random
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+from apiserver import selectors, status
+from apiserver.admission.interface import CREATE, EMPTY_CHAIN, Attributes, Chain
+from apiserver.registry import generic_delete, generic_update
+from apiserver.registry import validation as v
+from apiserver.registry.interface import (
+    Column,
+    Context,
+    DeleteOptions,
+    GetOptions,
+    ListOptions,
+    Object,
+    TransformFunc,
+    WatchItem,
+    WriteOptions,
+)
+from storage import interface as si
+from storage import keys
+from storage.errors import Code, StorageError
+
+if TYPE_CHECKING:
+    from apiserver.registry.strategy import Strategy
+    from apiserver.resources import ResourceInfo
+
+log = logging.getLogger(__name__)
+
+# upstream names.SimpleNameGenerator
+NAME_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
+RANDOM_LENGTH: Final = 5
+MAX_GENERATED_NAME_LENGTH: Final = 63 - RANDOM_LENGTH
+MAX_NAME_GENERATION_ATTEMPTS: Final = 8
+INITIAL_EVENTS_ANNOTATION: Final = "plat.io/initial-events-end"
+
+
+def now_rfc3339() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def generate_name(base: str) -> str:
+    if len(base) > MAX_GENERATED_NAME_LENGTH:
+        base = base[:MAX_GENERATED_NAME_LENGTH]
+    return base + "".join(random.choice(NAME_ALPHABET) for _ in range(RANDOM_LENGTH))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoreConfig:
+    """Server-wide knobs the stores share."""
+
+    admission: Chain = EMPTY_CHAIN
+    gates: Mapping[str, bool] = field(default_factory=dict)
+    # watch timeout when the client gives none: a random value in [min, 2*min) (upstream
+    # --min-request-timeout 1800 s)
+    min_request_timeout: int = 1800
+
+
+class GenericStore:
+    """``RESTStore`` for one resource or sub-resource (status, finalize)."""
+
+    def __init__(self, info: ResourceInfo, strategy: Strategy, storage: si.Interface,
+                 config: StoreConfig | None = None) -> None:
+        self._info = info
+        self.strategy = strategy
+        self.storage = storage
+        self.config = config or StoreConfig()
+
+    # -- identity -----------------------------------------------------------------------------
+
+    @property
+    def info(self) -> ResourceInfo:
+        return self._info
+
+    @property
+    def resource(self) -> str:
+        return self.strategy.resource
+
+    @property
+    def group(self) -> str:
+        return self.strategy.group
+
+    def new_list_kind(self) -> str:
+        return self.strategy.kind + "List"
+
+    def key(self, ctx: Context, name: str) -> str:
+        ns = self.namespace_of(ctx)
+        return keys.object_key(self.group, self.resource, ns, name)
+
+    def namespace_of(self, ctx: Context) -> str:
+        if not self.strategy.namespaced:
+            return ""
+        if not ctx.namespace:
+            raise status.bad_request("Namespace parameter required.")
+        return ctx.namespace
+
+    def prefix(self, ctx: Context) -> str:
+        if self.strategy.namespaced and ctx.namespace:
+            return keys.namespace_prefix(self.group, self.resource, ctx.namespace)
+        return keys.resource_prefix(self.group, self.resource) + "/"
+
+    def decorate(self, obj: Object) -> Object:
+        """A copy with kind and apiVersion set (the stored form may lack them)."""
+        out: Object = {"kind": self.strategy.kind, "apiVersion": self.strategy.group_version}
+        for k, val in obj.items():
+            if k not in out:
+                out[k] = val
+        return out
+
+    def storage_error(self, err: StorageError, name: str = "") -> status.APIError:
+        return status.from_storage_error(err, resource=self.resource, group=self.group,
+                                         name=name, kind=self.strategy.kind)
+
+    def invalid(self, name: str, causes: list[v.Cause]) -> status.APIError:
+        return status.invalid(self.strategy.kind, self.group, name, causes)
+
+    def attrs(self, ctx: Context, op: str, obj: Object | None, old: Object | None, name: str,
+              dry_run: bool) -> Attributes:
+        ns = ctx.namespace if self.strategy.namespaced else ""
+        return Attributes(operation=op, object=obj, old_object=old, resource=self._info,
+                          namespace=ns, name=name, user=ctx.user, dry_run=dry_run)
+
+    # -- reads --------------------------------------------------------------------------------
+
+    async def get(self, ctx: Context, name: str, opts: GetOptions) -> Object:
+        key = self.key(ctx, name)
+        try:
+            obj = await self.storage.get(key, si.GetOptions(resource_version=opts.resource_version))
+        except StorageError as e:
+            raise self.storage_error(e, name) from None
+        if obj is None:
+            raise status.not_found(self.resource, self.group, name)
+        return self.decorate(obj)
+
+    def predicate(self, opts: ListOptions) -> si.Predicate:
+        try:
+            match = selectors.compile_matcher(opts.label_selector, opts.field_selector,
+                                              self.strategy.field_getters,
+                                              self.strategy.field_label_error)
+        except selectors.SelectorError as e:
+            raise status.bad_request(str(e)) from None
+        if match is None:
+            return si.EVERYTHING
+        return si.Predicate(matches=match, everything=False,
+                            label_selector=opts.label_selector,
+                            field_selector=opts.field_selector)
+
+    def storage_list_options(self, opts: ListOptions) -> si.ListOptions:
+        return si.ListOptions(
+            resource_version=opts.resource_version,
+            resource_version_match=opts.resource_version_match,
+            limit=opts.limit, continue_token=opts.continue_token,
+            predicate=self.predicate(opts), recursive=True,
+            allow_watch_bookmarks=opts.allow_watch_bookmarks,
+            send_initial_events=opts.send_initial_events)
+
+    async def list(self, ctx: Context, opts: ListOptions) -> Object:
+        sopts = self.storage_list_options(opts)
+        try:
+            res = await self.storage.get_list(self.prefix(ctx), sopts)
+        except StorageError as e:
+            raise self.storage_error(e) from None
+        meta: dict[str, Any] = {"resourceVersion": str(res.resource_version)}
+        if res.continue_token:
+            meta["continue"] = res.continue_token
+        if res.remaining_item_count is not None and res.remaining_item_count > 0:
+            meta["remainingItemCount"] = res.remaining_item_count
+        return {"kind": self.new_list_kind(), "apiVersion": self.strategy.group_version,
+                "metadata": meta, "items": [self.decorate(o) for o in res.items]}
+
+    async def watch(self, ctx: Context, opts: ListOptions) -> _WatchStream:
+        sopts = self.storage_list_options(opts)
+        try:
+            watcher = await self.storage.watch(self.prefix(ctx), sopts)
+        except StorageError as e:
+            raise self.storage_error(e) from None
+        timeout = opts.timeout_seconds
+        if timeout <= 0:
+            base = self.config.min_request_timeout
+            timeout = int(base * (1 + random.random()))
+        return _WatchStream(self, watcher, float(timeout))
+
+    # -- create -------------------------------------------------------------------------------
+
+    async def create(self, ctx: Context, obj: Object, opts: WriteOptions) -> Object:
+        obj = copy.deepcopy(obj)
+        meta = obj.get("metadata")
+        if meta is None:
+            meta = obj["metadata"] = {}
+        if not isinstance(meta, dict):
+            raise status.bad_request("metadata must be an object")
+        self.fill_namespace(ctx, meta)
+        obj["kind"] = self.strategy.kind
+        obj["apiVersion"] = self.strategy.group_version
+        await self.config.admission.admit(
+            self.attrs(ctx, CREATE, obj, None, str(meta.get("name") or ""), opts.dry_run))
+        meta = obj["metadata"]
+        if meta.get("generateName") and not meta.get("name"):
+            last: status.APIError | None = None
+            for _ in range(MAX_NAME_GENERATION_ATTEMPTS):
+                attempt = copy.deepcopy(obj)
+                try:
+                    return await self._create_once(ctx, attempt, opts)
+                except status.APIError as e:
+                    if e.reason != "AlreadyExists":
+                        raise
+                    last = e
+            assert last is not None
+            raise server_timeout(self.strategy.kind, self.group, "POST")
+        return await self._create_once(ctx, obj, opts)
+
+    def fill_namespace(self, ctx: Context, meta: dict[str, Any]) -> None:
+        """Upstream rest.ValidNamespace: the body's namespace must match the request's."""
+        if self.strategy.namespaced:
+            ns = meta.get("namespace") or ""
+            if not ns:
+                meta["namespace"] = ctx.namespace
+            elif ctx.namespace and ns != ctx.namespace:
+                raise status.bad_request("the namespace of the provided object does not match "
+                                         "the namespace sent on the request")
+        else:
+            meta.pop("namespace", None)
+
+    def before_create(self, obj: Object) -> None:
+        """Upstream rest.BeforeCreate: system fields, defaults, validation. Raises 422."""
+        meta = obj["metadata"]
+        meta.pop("deletionTimestamp", None)
+        meta.pop("deletionGracePeriodSeconds", None)
+        self.strategy.default(obj)
+        self.strategy.prepare_for_create(obj)
+        if meta.get("generateName") and not meta.get("name"):
+            meta["name"] = generate_name(str(meta["generateName"]))
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = now_rfc3339()
+        causes = v.validate_object_meta(meta, namespaced=self.strategy.namespaced,
+                                        name_validator=self.strategy.name_errors)
+        causes += self.strategy.validate(obj)
+        if causes:
+            raise self.invalid(str(meta.get("name") or ""), causes)
+        self.strategy.canonicalize(obj)
+
+    async def _create_once(self, ctx: Context, obj: Object, opts: WriteOptions) -> Object:
+        self.before_create(obj)
+        meta = obj["metadata"]
+        name = str(meta["name"])
+        await self.config.admission.validate(self.attrs(ctx, CREATE, obj, None, name,
+                                                        opts.dry_run))
+        if meta.get("resourceVersion"):
+            # upstream's storage refuses this with a plain error (500, reason Unknown)
+            raise status.APIError(500, "", "resourceVersion should not be set on objects to "
+                                            "be created")
+        meta.pop("resourceVersion", None)
+        key = keys.object_key(self.group, self.resource, str(meta.get("namespace") or ""),
+                              name)
+        if opts.dry_run:
+            try:
+                existing = await self.storage.get(key, si.GetOptions(ignore_not_found=True))
+            except StorageError as e:
+                raise self.storage_error(e, name) from None
+            if existing is not None:
+                raise status.already_exists(self.resource, self.group, name)
+            return obj
+        try:
+            out = await self.storage.create(key, obj)
+        except StorageError as e:
+            raise self.storage_error(e, name) from None
+        return self.decorate(out)
+
+    # -- writes in other modules ----------------------------------------------------------------
+
+    async def update(
+        self, ctx: Context, name: str, transform: TransformFunc, opts: WriteOptions,
+        *, force_allow_create: bool = False,
+    ) -> tuple[Object, bool]:
+        return await generic_update.update(self, ctx, name, transform, opts,
+                                           force_allow_create=force_allow_create)
+
+    async def delete(self, ctx: Context, name: str, opts: DeleteOptions) -> tuple[Object, bool]:
+        return await generic_delete.delete(self, ctx, name, opts)
+
+    async def delete_collection(self, ctx: Context, opts: DeleteOptions,
+                                list_opts: ListOptions) -> Object:
+        return await generic_delete.delete_collection(self, ctx, opts, list_opts)
+
+    # -- tables -------------------------------------------------------------------------------
+
+    def table_columns(self) -> builtins.list[Column]:
+        return [
+            Column(name="Name", type="string", format="name",
+                   description="Name must be unique within a namespace. Is required when "
+                               "creating resources, although some resources may allow a "
+                               "client to request the generation of an appropriate name "
+                               "automatically. Name is primarily intended for creation "
+                               "idempotence and configuration definition. Cannot be updated. "
+                               "More info: https://platform.io/docs/concepts/overview/"
+                               "working-with-objects/names#names"),
+            Column(name="Created At", type="date",
+                   description="CreationTimestamp is a timestamp representing the server time "
+                               "when this object was created. It is not guaranteed to be set "
+                               "in happens-before order across separate operations. Clients "
+                               "may not set this value. It is represented in RFC3339 form and "
+                               "is in UTC.\n\nPopulated by the system. Read-only. Null for "
+                               "lists. More info: https://git.k8s.io/community/contributors/"
+                               "devel/sig-architecture/api-conventions.md#metadata"),
+        ]
+
+    def table_cells(self, obj: Object) -> builtins.list[Any]:
+        meta = obj.get("metadata") or {}
+        return [meta.get("name", ""), meta.get("creationTimestamp")]
+
+
+def server_timeout(kind: str, group: str, operation: str) -> status.APIError:
+    """Upstream NewServerTimeoutForKind (generateName retries exhausted)."""
+    qk = f"{kind}.{group}" if group else kind
+    return status.APIError(
+        500, "ServerTimeout",
+        f"The {operation} operation against {qk} could not be completed at this time, please "
+        "try again.", details={"name": operation, "group": group, "kind": kind,
+                               "retryAfterSeconds": 0} if group else
+        {"name": operation, "kind": kind})
+
+
+class _WatchStream:
+    """Storage events -> WatchItems with kind/apiVersion; ends at the timeout."""
+
+    def __init__(self, store: GenericStore, watcher: si.Watcher, timeout: float) -> None:
+        self._store = store
+        self._watcher = watcher
+        self._stopped = False
+        loop = asyncio.get_running_loop()
+        self._timer = loop.call_later(timeout, self.stop)
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        self._timer.cancel()
+        self._watcher.stop()
+
+    def __aiter__(self) -> AsyncIterator[WatchItem]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[WatchItem]:
+        st = self._store
+        try:
+            async for ev in self._watcher:
+                if ev.type == "ERROR":
+                    err = ev.error or StorageError(Code.INTERNAL, "watch failed")
+                    yield WatchItem(type="ERROR", object=st.storage_error(err).body())
+                    break
+                if ev.type == "BOOKMARK":
+                    src = ev.object.get("metadata") or {}
+                    meta: dict[str, Any] = {"resourceVersion": src.get("resourceVersion", "")}
+                    if src.get("annotations"):
+                        meta["annotations"] = dict(src["annotations"])
+                    yield WatchItem(type="BOOKMARK", object={
+                        "kind": st.strategy.kind, "apiVersion": st.strategy.group_version,
+                        "metadata": meta})
+                    continue
+                yield WatchItem(type=ev.type, object=st.decorate(ev.object))
+        finally:
+            self.stop()

@@ -1,0 +1,116 @@
+"""The ``scale`` sub-resource (upstream ``pkg/registry/apps/statefulset/storage``
+``ScaleREST``): an autoscaling/v1 Scale view of the parent's spec.replicas, status.replicas
+and selector. Updates go through the parent store, so the parent's resourceVersion, generation
+and validation rules apply."""
+
+from __future__ import annotations
+
+import builtins
+import copy
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from apiserver import status
+from apiserver.registry import validation as v
+from apiserver.registry.interface import (
+    Column,
+    Context,
+    DeleteOptions,
+    GetOptions,
+    ListOptions,
+    Object,
+    TransformFunc,
+    WatchStream,
+    WriteOptions,
+)
+from apiserver.registry.strategies.statefulsets import selector_string
+from apiserver.registry.strategy import as_dict
+
+if TYPE_CHECKING:
+    from apiserver.registry.generic import GenericStore
+    from apiserver.resources import ResourceInfo
+
+
+def scale_from(obj: Object) -> Object:
+    meta = obj.get("metadata") or {}
+    out_meta: dict[str, Any] = {k: meta[k] for k in ("name", "namespace", "uid",
+                                                    "resourceVersion", "creationTimestamp")
+                                if k in meta}
+    spec = as_dict(obj.get("spec"))
+    st = as_dict(obj.get("status"))
+    return {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": out_meta,
+            "spec": {"replicas": int(spec.get("replicas") or 0)},
+            "status": {"replicas": int(st.get("replicas") or 0),
+                       "selector": selector_string(spec.get("selector"))}}
+
+
+class ScaleStore:
+    def __init__(self, info: ResourceInfo, parent: GenericStore) -> None:
+        self._info = info
+        self.parent = parent
+
+    @property
+    def info(self) -> ResourceInfo:
+        return self._info
+
+    def new_list_kind(self) -> str:
+        return "ScaleList"
+
+    def _unsupported(self, action: str) -> NoReturn:
+        raise status.method_not_supported(self._info.resource, self._info.group, action)
+
+    async def get(self, ctx: Context, name: str, opts: GetOptions) -> Object:
+        return scale_from(await self.parent.get(ctx, name, opts))
+
+    async def list(self, ctx: Context, opts: ListOptions) -> Object:
+        self._unsupported("list")
+
+    async def watch(self, ctx: Context, opts: ListOptions) -> WatchStream:
+        self._unsupported("watch")
+
+    async def create(self, ctx: Context, obj: Object, opts: WriteOptions) -> Object:
+        self._unsupported("create")
+
+    async def update(self, ctx: Context, name: str, transform: TransformFunc,
+                     opts: WriteOptions, *, force_allow_create: bool = False,
+                     ) -> tuple[Object, bool]:
+        parent = self.parent
+
+        async def to_parent(current: Object | None) -> Object:
+            if current is None:
+                raise status.not_found(parent.resource, parent.group, name)
+            scale = await transform(scale_from(current))
+            replicas = as_dict(scale.get("spec")).get("replicas")
+            causes: list[v.Cause] = []
+            if replicas is None:
+                replicas = 0
+            if not isinstance(replicas, int) or isinstance(replicas, bool):
+                causes.append(v.type_invalid("spec.replicas", replicas, "an integer"))
+            elif replicas < 0:
+                causes.append(v.invalid("spec.replicas", replicas,
+                                        "must be greater than or equal to 0"))
+            if causes:
+                raise status.invalid("Scale", "autoscaling", name, causes)
+            rv = str(as_dict(scale.get("metadata")).get("resourceVersion") or "")
+            cur_rv = str(current["metadata"].get("resourceVersion") or "")
+            if rv and rv != cur_rv:
+                from apiserver.registry.generic_update import OPTIMISTIC_LOCK_MSG
+                raise status.conflict(parent.resource, parent.group, name, OPTIMISTIC_LOCK_MSG)
+            out = copy.deepcopy(current)
+            out.setdefault("spec", {})["replicas"] = replicas
+            return out
+
+        obj, _ = await parent.update(ctx, name, to_parent, opts)
+        return scale_from(obj), False
+
+    async def delete(self, ctx: Context, name: str, opts: DeleteOptions) -> tuple[Object, bool]:
+        self._unsupported("delete")
+
+    async def delete_collection(self, ctx: Context, opts: DeleteOptions,
+                                list_opts: ListOptions) -> Object:
+        self._unsupported("deletecollection")
+
+    def table_columns(self) -> builtins.list[Column]:
+        return self.parent.table_columns()
+
+    def table_cells(self, obj: Object) -> builtins.list[Any]:
+        return self.parent.table_cells(obj)

@@ -1,0 +1,1 @@
+"""One module per kind: defaulting, validation, status rules and field selectors."""

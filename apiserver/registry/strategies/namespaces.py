@@ -1,0 +1,179 @@
+"""Namespace (core v1; upstream ``pkg/registry/core/namespace/strategy.go`` and
+``storage/storage.go``).
+
+Lifecycle: create -> phase Active, ``spec.finalizers`` ["platform"], label
+``platform.io/metadata.name``. The first delete sets deletionTimestamp and phase Terminating
+and keeps the object; the namespace controller empties the namespace and removes "platform"
+through the ``finalize`` sub-resource, then deletes again, which removes it for good once both
+``spec.finalizers`` and ``metadata.finalizers`` are empty.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Final
+
+from apiserver import selectors, status
+from apiserver.registry import validation as v
+from apiserver.registry.strategy import GC_UNSUPPORTED, Object, Strategy, as_dict, as_list
+from storage import interface as si
+from storage.errors import StorageError
+
+if TYPE_CHECKING:
+    from apiserver.registry.generic import GenericStore
+    from apiserver.registry.interface import Context, DeleteOptions
+    from apiserver.registry.validation import Cause
+
+FINALIZER_PLATFORM: Final = "platform"
+NAME_LABEL: Final = "platform.io/metadata.name"
+ACTIVE: Final = "Active"
+TERMINATING: Final = "Terminating"
+
+
+class NamespaceStrategy(Strategy):
+    kind = "Namespace"
+    resource = "namespaces"
+    singular = "namespace"
+    namespaced = False
+    short_names = ("ns",)
+    has_status = True
+    return_deleted_object = True
+    gc_policy = GC_UNSUPPORTED
+    field_getters = {"status.phase": selectors.path_getter("status.phase")}
+
+    def field_label_error(self, label: str) -> str:
+        return selectors.core_unsupported(label)
+
+    def name_errors(self, name: str) -> list[str]:
+        return v.dns1123_label_errors(name)
+
+    def default(self, obj: Object) -> None:
+        meta = obj["metadata"]
+        if meta.get("name"):
+            labels = meta.get("labels")
+            if not isinstance(labels, dict):
+                labels = meta["labels"] = {}
+            labels[NAME_LABEL] = meta["name"]
+
+    def prepare_for_create(self, obj: Object) -> None:
+        obj["status"] = {"phase": ACTIVE}
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            spec = obj["spec"] = {}
+        fins = as_list(spec.get("finalizers"))
+        if FINALIZER_PLATFORM not in fins:
+            fins = [*fins, FINALIZER_PLATFORM]
+        spec["finalizers"] = fins
+
+    def prepare_for_update(self, new: Object, old: Object) -> None:
+        if self.subresource == "status":
+            new["spec"] = copy.deepcopy(old.get("spec") or {})
+            return
+        new["status"] = copy.deepcopy(old.get("status") or {})
+        if self.subresource == "finalize":
+            return
+        spec = new.get("spec")
+        if not isinstance(spec, dict):
+            spec = new["spec"] = {}
+        old_fins = as_dict(old.get("spec")).get("finalizers")
+        if old_fins is None:
+            spec.pop("finalizers", None)
+        else:
+            spec["finalizers"] = copy.deepcopy(old_fins)
+
+    def validate(self, obj: Object) -> list[Cause]:
+        causes: list[Cause] = []
+        for i, f in enumerate(as_list(as_dict(obj.get("spec")).get("finalizers"))):
+            if not isinstance(f, str):
+                causes.append(v.type_invalid(f"spec.finalizers[{i}]", f, "a string"))
+                continue
+            for e in v.qualified_name_errors(f):
+                causes.append(v.invalid("spec.finalizers", f, e))
+            if "/" not in f and f != FINALIZER_PLATFORM:
+                causes.append(v.invalid("spec.finalizers", f, "name is neither a standard "
+                                        "finalizer name nor is it fully qualified"))
+        return causes
+
+    def validate_update(self, new: Object, old: Object) -> list[Cause]:
+        causes = self.validate(new)
+        if self.subresource == "status":
+            phase = as_dict(new.get("status")).get("phase")
+            if not new["metadata"].get("deletionTimestamp"):
+                if phase != ACTIVE:
+                    causes.append(v.invalid("status.Phase", phase or "", "may only be 'Active' "
+                                            "if `deletionTimestamp` is empty"))
+            elif phase != TERMINATING:
+                causes.append(v.invalid("status.Phase", phase or "", "may only be in "
+                                        "'Terminating' phase if `deletionTimestamp` is not "
+                                        "empty"))
+        return causes
+
+
+def _orphan_wanted(opts: DeleteOptions, have: bool) -> bool:
+    if opts.orphan_dependents is not None:
+        return opts.orphan_dependents
+    if opts.propagation_policy is not None:
+        return opts.propagation_policy == "Orphan"
+    return have
+
+
+def _foreground_wanted(opts: DeleteOptions, have: bool) -> bool:
+    if opts.orphan_dependents is not None:
+        return not opts.orphan_dependents
+    if opts.propagation_policy is not None:
+        return opts.propagation_policy == "Foreground"
+    return have
+
+
+async def delete_namespace(store: GenericStore, ctx: Context, name: str, existing: Object,
+                           opts: DeleteOptions) -> tuple[Object, bool] | None:
+    """The namespace store's Delete; None means "continue with the generic delete" (the
+    namespace is terminating and has no spec.finalizers left)."""
+    meta = existing.get("metadata") or {}
+    uid = str(meta.get("uid") or "")
+    if opts.precondition_uid is not None and opts.precondition_uid != uid:
+        raise status.conflict("namespaces", "", name, "Precondition failed: UID in "
+                              f"precondition: {opts.precondition_uid}, UID in object meta: {uid}")
+    rv = str(meta.get("resourceVersion") or "")
+    if opts.precondition_resource_version is not None \
+            and opts.precondition_resource_version != rv:
+        raise status.conflict("namespaces", "", name, "Precondition failed: ResourceVersion in "
+                              f"precondition: {opts.precondition_resource_version}, "
+                              f"ResourceVersion in object meta: {rv}")
+    if not meta.get("deletionTimestamp"):
+        from apiserver.registry.generic import now_rfc3339
+
+        async def start_termination(current: Object | None) -> Object:
+            assert current is not None
+            obj = copy.deepcopy(current)
+            m = obj["metadata"]
+            if not m.get("deletionTimestamp"):
+                m["deletionTimestamp"] = now_rfc3339()
+            st = obj.get("status")
+            if not isinstance(st, dict):
+                st = obj["status"] = {}
+            st["phase"] = TERMINATING
+            current_f = list(m.get("finalizers") or [])
+            want = {
+                "orphan": _orphan_wanted(opts, "orphan" in current_f),
+                "foregroundDeletion": _foreground_wanted(opts, "foregroundDeletion" in current_f),
+            }
+            new_f = [f for f in current_f if f not in want]
+            new_f += [f for f, on in want.items() if on]
+            if set(new_f) != set(current_f):
+                m["finalizers"] = new_f
+            return obj
+
+        pre = si.Preconditions(uid=uid, resource_version=opts.precondition_resource_version)
+        try:
+            if opts.dry_run:
+                out = await start_termination(existing)
+            else:
+                out = await store.storage.guaranteed_update(
+                    store.key(ctx, name), start_termination, preconditions=pre)
+        except StorageError as e:
+            raise store.storage_error(e, name) from None
+        return store.decorate(out), False
+    if as_list(as_dict(existing.get("spec")).get("finalizers")):
+        return store.decorate(existing), False
+    return None

@@ -1,0 +1,34 @@
+"""ServiceAccount (core v1; upstream ``pkg/registry/core/serviceaccount/strategy.go``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from apiserver import selectors
+from apiserver.registry import validation as v
+from apiserver.registry.strategy import Object, Strategy, as_list
+
+if TYPE_CHECKING:
+    from apiserver.registry.validation import Cause
+
+
+class ServiceAccountStrategy(Strategy):
+    kind = "ServiceAccount"
+    resource = "serviceaccounts"
+    singular = "serviceaccount"
+    short_names = ("sa",)
+
+    def field_label_error(self, label: str) -> str:
+        return selectors.core_unsupported(label)
+
+    def validate(self, obj: Object) -> list[Cause]:
+        causes: list[Cause] = []
+        for field in ("secrets", "imagePullSecrets"):
+            for i, ref in enumerate(as_list(obj.get(field))):
+                name = ref.get("name") if isinstance(ref, dict) else None
+                if field == "imagePullSecrets" and not name:
+                    causes.append(v.required(f"{field}[{i}].name"))
+        auto = obj.get("automountServiceAccountToken")
+        if auto is not None and not isinstance(auto, bool):
+            causes.append(v.type_invalid("automountServiceAccountToken", auto, "a boolean"))
+        return causes

@@ -1,0 +1,294 @@
+"""StatefulSet (apps/v1; upstream ``pkg/registry/apps/statefulset/strategy.go``,
+``pkg/apis/apps/v1/defaults.go``, ``pkg/apis/apps/validation``).
+
+Defaults are those of SPEC 2.3 plus the pod template defaults a client sees back
+(restartPolicy Always, dnsPolicy ClusterFirst, schedulerName default-scheduler,
+terminationGracePeriodSeconds 30, container terminationMessagePath / Policy and
+imagePullPolicy by tag).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any, Final
+
+from apiserver import selectors
+from apiserver.registry import validation as v
+from apiserver.registry.strategy import Object, Strategy, as_dict, as_list
+
+if TYPE_CHECKING:
+    from apiserver.registry.validation import Cause
+
+POD_MANAGEMENT: Final = ["OrderedReady", "Parallel"]
+RETENTION: Final = ["Retain", "Delete"]
+PULL_POLICIES: Final = ["Always", "IfNotPresent", "Never"]
+UPDATABLE_SPEC: Final = ("replicas", "template", "updateStrategy", "minReadySeconds",
+                         "ordinals", "revisionHistoryLimit",
+                         "persistentVolumeClaimRetentionPolicy")
+SPEC_FORBIDDEN_MSG: Final = (
+    "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', "
+    "'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and "
+    "'minReadySeconds' are forbidden")
+
+
+def _pull_policy(image: str) -> str:
+    # upstream: Always when the tag is latest or missing (a digest counts as a tag)
+    if "@" in image:
+        return "IfNotPresent"
+    last = image.rsplit("/", 1)[-1]
+    if ":" not in last:
+        return "Always"
+    return "Always" if last.rsplit(":", 1)[1] == "latest" else "IfNotPresent"
+
+
+def default_container(c: dict[str, Any]) -> None:
+    c.setdefault("terminationMessagePath", "/dev/termination-log")
+    c.setdefault("terminationMessagePolicy", "File")
+    if not c.get("imagePullPolicy") and isinstance(c.get("image"), str):
+        c["imagePullPolicy"] = _pull_policy(c["image"])
+    c.setdefault("resources", {})
+    for p in as_list(c.get("ports")):
+        if isinstance(p, dict):
+            p.setdefault("protocol", "TCP")
+
+
+def default_pod_template(tpl: dict[str, Any]) -> None:
+    meta = tpl.get("metadata")
+    if not isinstance(meta, dict):
+        meta = tpl["metadata"] = {}
+    meta.setdefault("creationTimestamp", None)
+    spec = tpl.get("spec")
+    if not isinstance(spec, dict):
+        spec = tpl["spec"] = {}
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("securityContext", {})
+    spec.setdefault("schedulerName", "default-scheduler")
+    for key in ("containers", "initContainers"):
+        for c in as_list(spec.get(key)):
+            if isinstance(c, dict):
+                default_container(c)
+
+
+def _nonneg(causes: list[Cause], field: str, value: Any) -> None:
+    if value is None:
+        return
+    if not isinstance(value, int) or isinstance(value, bool):
+        causes.append(v.type_invalid(field, value, "an integer"))
+    elif value < 0:
+        causes.append(v.invalid(field, value, "must be greater than or equal to 0"))
+
+
+def validate_pod_template(tpl: Any, field: str) -> list[Cause]:
+    causes: list[Cause] = []
+    tpl = as_dict(tpl)
+    meta = as_dict(tpl.get("metadata"))
+    causes += v.validate_labels(meta.get("labels"), f"{field}.metadata.labels")
+    causes += v.validate_annotations(meta.get("annotations"), f"{field}.metadata.annotations")
+    spec = as_dict(tpl.get("spec"))
+    sf = f"{field}.spec"
+    rp = spec.get("restartPolicy")
+    if rp != "Always":
+        causes.append(v.not_supported(f"{sf}.restartPolicy", rp or "", ["Always"]))
+    if spec.get("activeDeadlineSeconds") is not None:
+        causes.append(v.forbidden(f"{sf}.activeDeadlineSeconds",
+                                  "activeDeadlineSeconds in StatefulSet is not Supported"))
+    containers = as_list(spec.get("containers"))
+    if not containers:
+        causes.append(v.required(f"{sf}.containers"))
+    seen: set[str] = set()
+    for key in ("initContainers", "containers"):
+        for i, c in enumerate(as_list(spec.get(key))):
+            cf = f"{sf}.{key}[{i}]"
+            c = as_dict(c)
+            name = c.get("name")
+            if not name:
+                causes.append(v.required(f"{cf}.name"))
+            elif not isinstance(name, str):
+                causes.append(v.type_invalid(f"{cf}.name", name, "a string"))
+            else:
+                for e in v.dns1123_label_errors(name):
+                    causes.append(v.invalid(f"{cf}.name", name, e))
+                if name in seen:
+                    causes.append(v.duplicate(f"{cf}.name", name))
+                seen.add(name)
+            image = c.get("image")
+            if not image or not isinstance(image, str) or not image.strip():
+                causes.append(v.required(f"{cf}.image"))
+            pp = c.get("imagePullPolicy")
+            if pp is not None and pp not in PULL_POLICIES:
+                causes.append(v.not_supported(f"{cf}.imagePullPolicy", pp, PULL_POLICIES))
+    _nonneg(causes, f"{sf}.terminationGracePeriodSeconds",
+            spec.get("terminationGracePeriodSeconds"))
+    return causes
+
+
+def selector_string(sel: Any) -> str:
+    """metav1.LabelSelectorAsSelector(...).String(), for Scale.status.selector."""
+    try:
+        parsed = selectors.label_selector_from_object(as_dict(sel)) if sel else None
+    except selectors.SelectorError:
+        return ""
+    return str(parsed) if parsed is not None else ""
+
+
+class StatefulSetStrategy(Strategy):
+    group = "apps"
+    kind = "StatefulSet"
+    resource = "statefulsets"
+    singular = "statefulset"
+    short_names = ("sts",)
+    categories = ("all",)
+    tracks_generation = True
+    has_status = True
+    field_getters = {"status.successful": selectors.path_getter("status.successful")}
+
+    def field_label_error(self, label: str) -> str:
+        return f"field label not supported for appsv1.StatefulSet: {label}"
+
+    def prepare_for_create(self, obj: Object) -> None:
+        super().prepare_for_create(obj)
+        obj["status"] = {"replicas": 0, "availableReplicas": 0}
+
+    def name_errors(self, name: str) -> list[str]:
+        return v.dns1123_label_errors(name)
+
+    def default(self, obj: Object) -> None:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return
+        spec.setdefault("podManagementPolicy", "OrderedReady")
+        us = spec.get("updateStrategy")
+        if not isinstance(us, dict):
+            us = spec["updateStrategy"] = {}
+        us.setdefault("type", "RollingUpdate")
+        if us["type"] == "RollingUpdate":
+            ru = us.get("rollingUpdate")
+            if not isinstance(ru, dict):
+                ru = us["rollingUpdate"] = {}
+            ru.setdefault("partition", 0)
+        pol = spec.get("persistentVolumeClaimRetentionPolicy")
+        if not isinstance(pol, dict):
+            pol = spec["persistentVolumeClaimRetentionPolicy"] = {}
+        pol.setdefault("whenDeleted", "Retain")
+        pol.setdefault("whenScaled", "Retain")
+        if spec.get("replicas") is None:
+            spec["replicas"] = 1
+        if spec.get("revisionHistoryLimit") is None:
+            spec["revisionHistoryLimit"] = 10
+        if isinstance(spec.get("template"), dict):
+            default_pod_template(spec["template"])
+        for pvc in as_list(spec.get("volumeClaimTemplates")):
+            if isinstance(pvc, dict):
+                pvc.setdefault("apiVersion", "v1")
+                pvc.setdefault("kind", "PersistentVolumeClaim")
+                pspec = pvc.get("spec")
+                if isinstance(pspec, dict):
+                    pspec.setdefault("volumeMode", "Filesystem")
+                pvc.setdefault("status", {"phase": "Pending"})
+
+    def validate(self, obj: Object) -> list[Cause]:
+        if self.subresource == "status":
+            return self.validate_status(obj)
+        causes: list[Cause] = []
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return [v.required("spec")]
+        pmp = spec.get("podManagementPolicy")
+        if not pmp:
+            causes.append(v.required("spec.podManagementPolicy"))
+        elif pmp not in POD_MANAGEMENT:
+            causes.append(v.not_supported("spec.podManagementPolicy", pmp, POD_MANAGEMENT))
+        us = as_dict(spec.get("updateStrategy"))
+        ut = us.get("type")
+        if ut == "RollingUpdate":
+            ru = us.get("rollingUpdate")
+            if isinstance(ru, dict):
+                _nonneg(causes, "spec.updateStrategy.rollingUpdate.partition",
+                        ru.get("partition"))
+                if "maxUnavailable" in ru:
+                    causes.append(v.forbidden("spec.updateStrategy.rollingUpdate."
+                                              "maxUnavailable", "requires the "
+                                              "MaxUnavailableStatefulSet feature gate"))
+        elif ut == "OnDelete":
+            if us.get("rollingUpdate") is not None:
+                causes.append(v.invalid("spec.updateStrategy.rollingUpdate",
+                                        v.Raw("{}"), "only allowed for updateStrategy "
+                                        "'RollingUpdate'"))
+        elif not ut:
+            causes.append(v.required("spec.updateStrategy"))
+        else:
+            causes.append(v.invalid("spec.updateStrategy", ut,
+                                    "must be 'RollingUpdate' or 'OnDelete'"))
+        pol = as_dict(spec.get("persistentVolumeClaimRetentionPolicy"))
+        for f in ("whenDeleted", "whenScaled"):
+            val = pol.get(f)
+            if val not in RETENTION:
+                causes.append(v.not_supported(
+                    f"spec.persistentVolumeClaimRetentionPolicy.{f}", val or "", RETENTION))
+        _nonneg(causes, "spec.replicas", spec.get("replicas"))
+        _nonneg(causes, "spec.minReadySeconds", spec.get("minReadySeconds"))
+        _nonneg(causes, "spec.revisionHistoryLimit", spec.get("revisionHistoryLimit"))
+        _nonneg(causes, "spec.ordinals.start", as_dict(spec.get("ordinals")).get("start"))
+        sel = spec.get("selector")
+        tpl_labels = as_dict(as_dict(as_dict(spec.get("template")).get("metadata"))
+                             .get("labels"))
+        if sel is None:
+            causes.append(v.required("spec.selector"))
+        elif not isinstance(sel, dict) or not (sel.get("matchLabels")
+                                                or sel.get("matchExpressions")):
+            causes.append(v.invalid("spec.selector", v.Raw("null"),
+                                    "empty selector is invalid for statefulset"))
+        else:
+            causes += v.validate_labels(sel.get("matchLabels"), "spec.selector.matchLabels")
+            try:
+                parsed = selectors.label_selector_from_object(sel)
+            except selectors.SelectorError as e:
+                causes.append(v.invalid("spec.selector", v.Raw("{}"), str(e)))
+                parsed = None
+            if parsed is not None and not parsed.matches(tpl_labels):
+                causes.append(v.invalid("spec.template.metadata.labels", tpl_labels,
+                                        "`selector` does not match template `labels`"))
+        if spec.get("template") is None:
+            causes.append(v.required("spec.template"))
+        else:
+            causes += validate_pod_template(spec.get("template"), "spec.template")
+        return causes
+
+    def validate_update(self, new: Object, old: Object) -> list[Cause]:
+        if self.subresource == "status":
+            causes = self.validate_status(new)
+            nc = as_dict(new.get("status")).get("collisionCount")
+            oc = as_dict(old.get("status")).get("collisionCount")
+            if isinstance(nc, int) and isinstance(oc, int) and nc < oc:
+                causes.append(v.invalid("status.collisionCount", nc, "cannot be decremented"))
+            return causes
+        causes = self.validate(new)
+        ns = copy.deepcopy(as_dict(new.get("spec")))
+        os_ = as_dict(old.get("spec"))
+        for f in UPDATABLE_SPEC:
+            ns.pop(f, None)
+        rest_old = {k: val for k, val in os_.items() if k not in UPDATABLE_SPEC}
+        if ns != rest_old:
+            causes.append(v.forbidden("spec", SPEC_FORBIDDEN_MSG))
+        return causes
+
+    def validate_status(self, obj: Object) -> list[Cause]:
+        causes: list[Cause] = []
+        st = as_dict(obj.get("status"))
+        for f in ("replicas", "readyReplicas", "currentReplicas", "updatedReplicas",
+                  "availableReplicas", "observedGeneration", "collisionCount"):
+            _nonneg(causes, f"status.{f}", st.get(f))
+        reps = st.get("replicas")
+        if isinstance(reps, int):
+            for f in ("readyReplicas", "currentReplicas", "updatedReplicas"):
+                val = st.get(f)
+                if isinstance(val, int) and val > reps:
+                    causes.append(v.invalid(f"status.{f}", val,
+                                            "cannot be greater than status.replicas"))
+        ready, avail = st.get("readyReplicas"), st.get("availableReplicas")
+        if isinstance(avail, int) and isinstance(ready, int) and avail > ready:
+            causes.append(v.invalid("status.availableReplicas", avail,
+                                    "cannot be greater than status.readyReplicas"))
+        return causes

@@ -1,0 +1,116 @@
+"""Per-kind behaviour of the generic store (upstream ``rest.RESTCreateStrategy``,
+``RESTUpdateStrategy``, ``RESTDeleteStrategy``, ``ResetFieldsStrategy`` and the store's
+options). A kind subclasses ``Strategy`` and overrides what differs; a sub-resource store uses
+a second strategy for the same kind (``status_strategy()``).
+
+Hooks run in upstream's order. Create: ``default`` -> ``prepare_for_create`` -> metadata and
+``validate`` -> ``canonicalize``. Update: ``default`` -> ``prepare_for_update`` (resets what
+this endpoint may not change, bumps generation) -> metadata and ``validate_update``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from apiserver import selectors
+from apiserver.registry import validation as v
+
+if TYPE_CHECKING:
+    from apiserver.registry.validation import Cause
+    from apiserver.selectors import FieldGetter
+
+Object = dict[str, Any]
+
+# DefaultGarbageCollectionPolicy values
+GC_DELETE_DEPENDENTS = "DeleteDependents"
+GC_ORPHAN_DEPENDENTS = "OrphanDependents"
+GC_UNSUPPORTED = "Unsupported"
+
+
+class Strategy:
+    group: ClassVar[str] = ""
+    version: ClassVar[str] = "v1"
+    kind: ClassVar[str] = ""
+    resource: ClassVar[str] = ""
+    singular: ClassVar[str] = ""
+    namespaced: ClassVar[bool] = True
+    short_names: ClassVar[tuple[str, ...]] = ()
+    categories: ClassVar[tuple[str, ...]] = ()
+    allow_create_on_update: ClassVar[bool] = False
+    allow_unconditional_update: ClassVar[bool] = True
+    # The whole object is returned from a delete instead of a Status (upstream
+    # ReturnDeletedObject: namespaces).
+    return_deleted_object: ClassVar[bool] = False
+    gc_policy: ClassVar[str] = GC_DELETE_DEPENDENTS
+    # Kinds with a spec whose changes bump metadata.generation (generation starts at 1).
+    tracks_generation: ClassVar[bool] = False
+    # The main resource keeps the stored .status on update (a status sub-resource exists).
+    has_status: ClassVar[bool] = False
+    # Field selectors beyond metadata.name / metadata.namespace.
+    field_getters: ClassVar[Mapping[str, FieldGetter]] = {}
+    # Which endpoint this strategy serves: "" main resource, "status", "finalize".
+    subresource: ClassVar[str] = ""
+
+    @property
+    def group_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def field_label_error(self, label: str) -> str:
+        """The message for an unsupported field selector label."""
+        return selectors.default_unsupported(label)
+
+    def name_errors(self, name: str) -> list[str]:
+        """Name rule of the kind (upstream NameIsDNSSubdomain for most)."""
+        return v.dns1123_subdomain_errors(name)
+
+    def default(self, obj: Object) -> None:
+        """Defaulting of the served version (upstream SetDefaults_*), on create and update."""
+
+    def prepare_for_create(self, obj: Object) -> None:
+        if self.has_status:
+            obj.pop("status", None)
+        if self.tracks_generation:
+            obj["metadata"]["generation"] = 1
+
+    def prepare_for_update(self, new: Object, old: Object) -> None:
+        if self.subresource == "status":
+            # a status update may not change the spec (upstream status strategies)
+            for k in list(new):
+                if k not in ("status", "metadata", "kind", "apiVersion"):
+                    new.pop(k)
+            for k, val in old.items():
+                if k not in ("status", "metadata", "kind", "apiVersion"):
+                    new[k] = copy.deepcopy(val)
+            return
+        if self.has_status:
+            if "status" in old:
+                new["status"] = copy.deepcopy(old["status"])
+            else:
+                new.pop("status", None)
+        if self.tracks_generation and new.get("spec") != old.get("spec"):
+            new["metadata"]["generation"] = int(old["metadata"].get("generation") or 0) + 1
+
+    def validate(self, obj: Object) -> list[Cause]:
+        return []
+
+    def validate_update(self, new: Object, old: Object) -> list[Cause]:
+        return self.validate(new)
+
+    def canonicalize(self, obj: Object) -> None:
+        """Normalize after validation (upstream Canonicalize)."""
+
+    def for_subresource(self, subresource: str) -> Strategy:
+        """A copy of this strategy serving ``subresource``."""
+        sub = copy.copy(self)
+        object.__setattr__(sub, "subresource", subresource)
+        return sub
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
