@@ -1,0 +1,148 @@
+"""Request bodies of create and update: size, media type, decoding, apiVersion/kind,
+namespace and name rules, field validation (SPEC 4.8.5)."""
+
+from __future__ import annotations
+
+import orjson
+
+from tests.apiserver.endpoints.conftest import CM, create_cm
+
+
+async def test_too_large(client, stores) -> None:
+    big = orjson.dumps({"metadata": {"name": "big"}, "data": {"x": "y" * (3 * 1024 * 1024)}})
+    r = await client.post(CM, data=big, headers={"Content-Type": "application/json"})
+    body = await r.json()
+    assert r.status == 413
+    assert body["reason"] == "RequestEntityTooLarge"
+    assert body["message"] == "Request entity too large: limit is 3145728"
+
+    async def chunks():  # no Content-Length: the limit holds while reading
+        for _ in range(4):
+            yield b" " * (1024 * 1024)
+
+    r = await client.post(CM, data=chunks(), headers={"Content-Type": "application/json"})
+    assert r.status == 413
+    assert stores[("", "v1", "configmaps")].calls == []
+
+
+async def test_unsupported_media_types(client) -> None:
+    for ctype in ("application/vnd.platform.protobuf", "application/cbor", "text/plain"):
+        r = await client.post(CM, data=b"{}", headers={"Content-Type": ctype})
+        assert r.status == 415, ctype
+        body = await r.json()
+        assert body["reason"] == "UnsupportedMediaType"
+        assert body["message"] == ("the body of the request was in an unknown format - accepted "
+                                   "media types include: application/json, application/yaml")
+
+
+async def test_undecodable(client) -> None:
+    r = await client.post(CM, data=b"{nope", headers={"Content-Type": "application/json"})
+    body = await r.json()
+    assert r.status == 400 and body["reason"] == "BadRequest"
+    assert body["message"].startswith("the object provided is unrecognized (must be of type "
+                                      "ConfigMap): couldn't get version/kind; json parse error: ")
+    assert body["message"].endswith("({nope)")
+    r = await client.post(CM, data=b"[1]", headers={"Content-Type": "application/json"})
+    assert r.status == 400
+    assert "json: cannot unmarshal array into Go value of type struct" in (await r.json())["message"]
+    r = await client.post(CM, data=b"a: [", headers={"Content-Type": "application/yaml"})
+    assert r.status == 400
+    r = await client.post(CM, data=b"\xff\xfe", headers={"Content-Type": "application/json"})
+    body = await r.json()
+    assert r.status == 400 and body["message"].endswith("(fffe)")
+    r = await client.post(CM, json={"kind": 5})
+    assert r.status == 400
+
+
+async def test_type_meta_must_match(client) -> None:
+    r = await client.post(CM, json={"apiVersion": "apps/v1", "kind": "ConfigMap",
+                                    "metadata": {"name": "a"}})
+    assert r.status == 400
+    assert (await r.json())["message"] == ("the API version in the data (apps/v1) does not "
+                                           "match the expected API version (v1)")
+    r = await client.post(CM, json={"apiVersion": "v1", "kind": "Secret",
+                                    "metadata": {"name": "a"}})
+    assert r.status == 400
+    assert (await r.json())["message"].startswith(
+        'Secret in version "v1" cannot be handled as a ConfigMap')
+    r = await client.post(CM, json={"metadata": {"name": "a"}})  # defaulted from the endpoint
+    body = await r.json()
+    assert r.status == 201 and body["kind"] == "ConfigMap" and body["apiVersion"] == "v1"
+
+
+async def test_namespace_rules(client) -> None:
+    r = await client.post(CM, json={"metadata": {"name": "a", "namespace": "other"}})
+    assert r.status == 400
+    assert (await r.json())["message"] == ("the namespace of the provided object does not match "
+                                           "the namespace sent on the request")
+    r = await client.post("/api/v1/namespaces", json={"metadata": {"name": "n",
+                                                                  "namespace": "x"}})
+    assert r.status == 201 and "namespace" not in (await r.json())["metadata"]
+
+
+async def test_update_name_and_conflict(client) -> None:
+    cm = await create_cm(client, "a")
+    r = await client.put(f"{CM}/a", json={"metadata": {"name": "b"}})
+    assert r.status == 400
+    assert (await r.json())["message"] == ("the name of the object (b) does not match the name "
+                                           "on the URL (a)")
+    r = await client.put(f"{CM}/a", json={"metadata": {"name": "a", "namespace": "ns2"}})
+    assert r.status == 400
+    assert (await r.json())["message"] == ("the namespace of the object (ns2) does not match "
+                                           "the namespace on the request (ns1)")
+    stale = dict(cm, metadata=dict(cm["metadata"], resourceVersion="1"))
+    r = await client.put(f"{CM}/a", json=stale)
+    body = await r.json()
+    assert r.status == 409 and body["reason"] == "Conflict"
+    r = await client.put(f"{CM}/a?dryRun=All", json=cm)
+    assert r.status == 200
+
+
+async def test_field_validation_warn_default(client, stores) -> None:
+    body = (b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"w","foo":1,'
+            b'"name":"w"},"bogus":true,"data":{"a":"b","a":"c"}}')
+    r = await client.post(CM, data=body, headers={"Content-Type": "application/json"})
+    assert r.status == 201, await r.text()
+    assert r.headers.getall("Warning") == [
+        '299 - "unknown field \\"bogus\\""',
+        '299 - "unknown field \\"metadata.foo\\""',
+        '299 - "duplicate field \\"metadata.name\\""',
+        '299 - "duplicate field \\"data.a\\""',
+    ]
+    out = await r.json()
+    assert "bogus" not in out and "foo" not in out["metadata"]
+    assert out["data"] == {"a": "c"}  # the last duplicate wins
+    stored = stores[("", "v1", "configmaps")].objects[("ns1", "w")]
+    assert "bogus" not in stored
+
+
+async def test_field_validation_strict(client, stores) -> None:
+    body = b'{"metadata":{"name":"s","foo":1},"data":{"a":"b","a":"c"}}'
+    r = await client.post(f"{CM}?fieldValidation=Strict", data=body,
+                          headers={"Content-Type": "application/json"})
+    out = await r.json()
+    assert r.status == 400 and out["reason"] == "BadRequest"
+    assert out["message"] == ('ConfigMap in version "v1" cannot be handled as a ConfigMap: '
+                              'strict decoding error: unknown field "metadata.foo", duplicate '
+                              'field "data.a"')
+    assert stores[("", "v1", "configmaps")].calls == []
+    r = await client.post(f"{CM}?fieldValidation=Strict",
+                          json={"metadata": {"name": "ok"}, "data": {"a": "b"}})
+    assert r.status == 201
+
+
+async def test_field_validation_ignore(client) -> None:
+    body = b'{"metadata":{"name":"i","foo":1},"data":{"a":"b","a":"c"}}'
+    r = await client.post(f"{CM}?fieldValidation=Ignore", data=body,
+                          headers={"Content-Type": "application/json"})
+    assert r.status == 201
+    assert "Warning" not in r.headers
+    assert "foo" not in (await r.json())["metadata"]
+
+
+async def test_field_validation_yaml_duplicates(client) -> None:
+    body = b"metadata:\n  name: y\ndata:\n  a: b\n  a: c\n"
+    r = await client.post(f"{CM}?fieldValidation=Strict", data=body,
+                          headers={"Content-Type": "application/yaml"})
+    assert r.status == 400
+    assert 'duplicate field "a"' in (await r.json())["message"]
