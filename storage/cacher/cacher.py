@@ -99,7 +99,13 @@ def too_old(requested: int, oldest: int) -> StorageError:
 class Cacher:
     """Implements ``storage.interface.Interface`` for keys under ``prefix`` (other keys go to
     the backend unchanged). ``close()`` stops the cacher only: the backend is shared and
-    belongs to whoever opened it."""
+    belongs to whoever opened it.
+
+    ``key_func`` maps an object to its key (default ``<prefix>/<namespace>/<name>``, or
+    ``<prefix>/<name>`` without a namespace); ``wait_timeout`` bounds how long a read waits
+    for the cache to reach a revision before TOO_LARGE_RESOURCE_VERSION (upstream 3 s);
+    ``watcher_capacity`` is each watcher's buffer of live events; ``bookmark_interval`` how
+    often a bookmark-enabled watcher gets a BOOKMARK (upstream about a minute)."""
 
     def __init__(
         self,
@@ -112,8 +118,10 @@ class Cacher:
         watcher_capacity: int = WATCHER_CAPACITY,
         bookmark_interval: float = 60.0,
         key_func: KeyFunc | None = None,
+        wait_timeout: float = WAIT_TIMEOUT,
     ) -> None:
         self._backend = backend
+        self._wait_timeout = wait_timeout
         self._prefix = prefix.rstrip("/")
         self._range_prefix = self._prefix + "/"
         self._resource = resource
@@ -342,7 +350,7 @@ class Cacher:
 
     async def _wait_rv(self, rv: int) -> None:
         """Wait for the cache to reach ``rv``; TOO_LARGE_RESOURCE_VERSION after 3 s."""
-        if rv > self._cache.rv and not await self._cache.wait_for(rv, WAIT_TIMEOUT):
+        if rv > self._cache.rv and not await self._cache.wait_for(rv, self._wait_timeout):
             raise too_large(rv, self._cache.rv)
 
     async def _wait_fresh(self) -> bool:
@@ -355,7 +363,7 @@ class Cacher:
         if cache.rv >= target:
             return True
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + WAIT_TIMEOUT
+        deadline = loop.time() + self._wait_timeout
         while True:
             bw = self._backend_watch
             if not isinstance(bw, ProgressRequester):
@@ -498,7 +506,7 @@ class Cacher:
         if (
             self._closing
             or not self._covers(key)
-            or not await self.wait_ready(WAIT_TIMEOUT)
+            or not await self.wait_ready(self._wait_timeout)
         ):
             return await self._backend.watch(key, opts)
         cache = self._cache
@@ -525,9 +533,23 @@ class Cacher:
         await self._wait_rv(requested)
         if sie:
             return self._start(key, opts, snapshot=True, start_rv=cache.rv)
-        if requested < cache.floor:
-            return ErrorWatcher(too_old(requested, cache.floor))
+        compacted = 0
+        if cache.floor <= requested < cache.rv:
+            # The window may hold events the store has compacted away; the store's history
+            # decides (SPEC 6.1), so every replica answers the same.
+            compacted = await self._compacted_revision()
+        # Synchronous from here: the floor checked is the floor the watcher starts from.
+        oldest = max(cache.floor, compacted)
+        if requested < oldest:
+            return ErrorWatcher(too_old(requested, oldest))
         return self._start(key, opts, snapshot=False, start_rv=requested)
+
+    async def _compacted_revision(self) -> int:
+        try:
+            return await self._backend.compacted_revision()
+        except StorageError as err:
+            log.warning("cacher %s: compacted revision unknown: %s", self._resource, err.message)
+            return 0
 
     def _start(self, key: str, opts: ListOptions, *, snapshot: bool, start_rv: int) -> Watcher:
         """Register a watcher. Synchronous: the snapshot (or the window slice after

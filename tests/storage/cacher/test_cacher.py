@@ -104,8 +104,10 @@ async def test_get_versions(store: FakeStore, cacher: Cacher) -> None:
     assert ei.value.code == Code.INVALID
 
 
-async def test_too_large_resource_version(store: FakeStore, cacher: Cacher, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("storage.cacher.cacher.WAIT_TIMEOUT", 0.05)
+async def test_too_large_resource_version(store: FakeStore) -> None:
+    cacher = Cacher(store, PREFIX, resource="configmaps", wait_timeout=0.05)
+    await cacher.start()
+    assert await cacher.wait_ready(5)
     await store.create(key("a", "x"), cm("a", "x"))
     await settle(cacher, store)
     want = store.rev + 100
@@ -119,6 +121,7 @@ async def test_too_large_resource_version(store: FakeStore, cacher: Cacher, monk
         assert ei.value.code == Code.TOO_LARGE_RESOURCE_VERSION
         assert ei.value.message == f"Too large resource version: {want}, current: {store.rev}"
         assert ei.value.retry_after_seconds == 1
+    await cacher.close()
 
 
 async def test_not_older_than_waits_for_cache(store: FakeStore, cacher: Cacher) -> None:
