@@ -135,7 +135,7 @@ class Etcd3Watcher:
                     return
                 if not resp.events:
                     rev = int(resp.header.revision)
-                    if self._bookmarks and rev > last_rev:
+                    if self._bookmarks and rev >= last_rev:
                         last_rev = rev
                         yield bookmark(rev)
                     continue
