@@ -45,7 +45,9 @@ class MemWatch:
         self.stopped = False
 
     def offer(self, item: WatchItem) -> None:
-        if not self.stopped and _matches(item.object, self.opts) and (
+        if item.type in ("BOOKMARK", "ERROR"):
+            self.queue.put_nowait(item)
+        elif not self.stopped and _matches(item.object, self.opts) and (
                 not self.ctx.namespace
                 or item.object["metadata"].get("namespace") == self.ctx.namespace):
             self.queue.put_nowait(item)
