@@ -95,10 +95,10 @@ async def update(store: GenericStore, ctx: Context, name: str, transform: Transf
             raise status.conflict(store.resource, store.group, name, OPTIMISTIC_LOCK_MSG)
         obj["kind"] = strategy.kind
         obj["apiVersion"] = strategy.group_version
+        check_name(store, obj, name)
         await store.config.admission.admit(
             store.attrs(ctx, UPDATE, obj, old, name, opts.dry_run))
         before_update(store, ctx, obj, old)
-        check_name(store, obj, name)
         await store.config.admission.validate(
             store.attrs(ctx, UPDATE, obj, old, name, opts.dry_run))
         obj["metadata"]["resourceVersion"] = stored_rv

@@ -1,0 +1,374 @@
+from __future__ import annotations
+
+import asyncio
+import copy
+from typing import Any
+
+import pytest
+
+from apiserver.registry.interface import DeleteOptions, GetOptions, ListOptions, WriteOptions
+from apiserver.status import APIError
+from tests.apiserver.registry.conftest import ctx
+
+CM = ("", "v1", "configmaps")
+LEASE = ("coordination.plat.io", "v1", "leases")
+W = WriteOptions()
+
+
+def put(body: dict[str, Any]):
+    async def transform(current: dict[str, Any] | None) -> dict[str, Any]:
+        return copy.deepcopy(body)
+    return transform
+
+
+def patch(fn):
+    async def transform(current: dict[str, Any] | None) -> dict[str, Any]:
+        assert current is not None
+        obj = copy.deepcopy(current)
+        fn(obj)
+        return obj
+    return transform
+
+
+async def test_create_get_list(stores: Any) -> None:
+    cm = stores[CM]
+    out = await cm.create(ctx("ns1"), {"metadata": {"name": "a", "labels": {"x": "1"}},
+                                        "data": {"k": "v"}}, W)
+    assert out["kind"] == "ConfigMap" and out["apiVersion"] == "v1"
+    meta = out["metadata"]
+    assert meta["namespace"] == "ns1" and meta["uid"] and meta["resourceVersion"]
+    assert meta["creationTimestamp"].endswith("Z") and len(meta["creationTimestamp"]) == 20
+    assert "generation" not in meta
+    got = await cm.get(ctx("ns1"), "a", GetOptions())
+    assert got == out
+    await cm.create(ctx("ns1"), {"metadata": {"name": "b"}}, W)
+    lst = await cm.list(ctx("ns1"), ListOptions())
+    assert lst["kind"] == "ConfigMapList" and [i["metadata"]["name"] for i in lst["items"]] == ["a", "b"]
+    assert all(i["kind"] == "ConfigMap" for i in lst["items"])
+    lst = await cm.list(ctx("ns1"), ListOptions(label_selector="x=1"))
+    assert [i["metadata"]["name"] for i in lst["items"]] == ["a"]
+    lst = await cm.list(ctx(""), ListOptions(field_selector="metadata.name=b"))
+    assert [i["metadata"]["name"] for i in lst["items"]] == ["b"]
+    with pytest.raises(APIError) as e:
+        await cm.list(ctx("ns1"), ListOptions(label_selector="x in"))
+    assert e.value.code == 400
+    with pytest.raises(APIError) as e:
+        await cm.list(ctx("ns1"), ListOptions(field_selector="data.k=v"))
+    assert e.value.code == 400
+    assert e.value.message == '"data.k" is not a known field selector: only "metadata.name", "metadata.namespace"'
+    with pytest.raises(APIError) as e:
+        await cm.get(ctx("ns1"), "zz", GetOptions())
+    assert e.value.code == 404 and e.value.message == 'configmaps "zz" not found'
+
+
+async def test_create_errors(stores: Any) -> None:
+    cm = stores[CM]
+    await cm.create(ctx("ns1"), {"metadata": {"name": "a"}}, W)
+    with pytest.raises(APIError) as e:
+        await cm.create(ctx("ns1"), {"metadata": {"name": "a"}}, W)
+    assert e.value.code == 409 and e.value.reason == "AlreadyExists"
+    assert e.value.message == 'configmaps "a" already exists'
+    with pytest.raises(APIError) as e:
+        await cm.create(ctx("ns1"), {"metadata": {"name": "b", "namespace": "other"}}, W)
+    assert e.value.code == 400
+    assert e.value.message == "the namespace of the provided object does not match the namespace sent on the request"
+    with pytest.raises(APIError) as e:
+        await cm.create(ctx("ns1"), {"metadata": {"name": "Bad_Name"}}, W)
+    assert e.value.code == 422
+    assert e.value.message.startswith('ConfigMap "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain')
+    with pytest.raises(APIError) as e:
+        await cm.create(ctx("ns1"), {"metadata": {}}, W)
+    assert e.value.message == 'ConfigMap "" is invalid: metadata.name: Required value: name or generateName is required'
+    with pytest.raises(APIError) as e:
+        await cm.create(ctx("ns1"), {"metadata": {"name": "c", "labels": {"a": "b c"}, "finalizers": ["nope"]}}, W)
+    causes = e.value.details["causes"]
+    assert [c["field"] for c in causes] == ["metadata.labels", "metadata.finalizers"]
+    assert causes[1]["message"] == 'Invalid value: "nope": name is neither a standard finalizer name nor is it fully qualified'
+    with pytest.raises(APIError) as e:
+        await cm.create(ctx("ns1"), {"metadata": {"name": "d", "resourceVersion": "5"}}, W)
+    assert e.value.message == "resourceVersion should not be set on objects to be created"
+    with pytest.raises(APIError) as e:
+        await cm.create(ctx("ns1"), {"metadata": {"name": "e"}, "data": {"a b": "x"}}, W)
+    assert e.value.details["causes"][0]["field"] == "data[a b]"
+
+
+async def test_generate_name_and_collisions(stores: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    cm = stores[CM]
+    out = await cm.create(ctx("ns1"), {"metadata": {"generateName": "web-"}}, W)
+    name = out["metadata"]["name"]
+    assert name.startswith("web-") and len(name) == 9
+    assert set(name[4:]) <= set("bcdfghjklmnpqrstvwxz2456789")
+    from apiserver.registry import generic
+    names = iter(["web-aaaaa", "web-aaaaa", "web-bbbbb"])
+    monkeypatch.setattr(generic, "generate_name", lambda base: next(names))
+    await cm.create(ctx("ns1"), {"metadata": {"generateName": "web-"}}, W)
+    out = await cm.create(ctx("ns1"), {"metadata": {"generateName": "web-"}}, W)
+    assert out["metadata"]["name"] == "web-bbbbb"  # one collision, retried
+    monkeypatch.setattr(generic, "generate_name", lambda base: "web-aaaaa")
+    with pytest.raises(APIError) as e:
+        await cm.create(ctx("ns1"), {"metadata": {"generateName": "web-"}}, W)
+    assert e.value.code == 500 and e.value.reason == "ServerTimeout"
+
+
+async def test_update_rules(stores: Any, storage: Any) -> None:
+    cm = stores[CM]
+    a = await cm.create(ctx("ns1"), {"metadata": {"name": "a"}, "data": {"k": "1"}}, W)
+    rv = a["metadata"]["resourceVersion"]
+    # no-op update writes nothing
+    same, created = await cm.update(ctx("ns1"), "a", patch(lambda o: None), W)
+    assert not created and same["metadata"]["resourceVersion"] == rv
+    b = dict(a, data={"k": "2"})
+    out, _ = await cm.update(ctx("ns1"), "a", put(b), W)
+    assert out["data"] == {"k": "2"} and out["metadata"]["resourceVersion"] != rv
+    assert out["metadata"]["uid"] == a["metadata"]["uid"]
+    with pytest.raises(APIError) as e:  # stale
+        await cm.update(ctx("ns1"), "a", put(b), W)
+    assert e.value.code == 409
+    assert e.value.message == ('Operation cannot be fulfilled on configmaps "a": the object has been '
+                               "modified; please apply your changes to the latest version and try again")
+    # unconditional update (no resourceVersion) is allowed for configmaps
+    body = {"metadata": {"name": "a"}, "data": {"k": "3"}}
+    out, _ = await cm.update(ctx("ns1"), "a", put(body), W)
+    assert out["data"] == {"k": "3"} and out["metadata"]["creationTimestamp"] == a["metadata"]["creationTimestamp"]
+    # uid is immutable
+    with pytest.raises(APIError) as e:
+        await cm.update(ctx("ns1"), "a", patch(lambda o: o["metadata"].update(uid="x")), W)
+    assert e.value.code == 422 and 'metadata.uid: Invalid value: "x": field is immutable' in e.value.message
+    # no create on update for configmaps
+    with pytest.raises(APIError) as e:
+        await cm.update(ctx("ns1"), "zz", put({"metadata": {"name": "zz"}}), W)
+    assert e.value.code == 404
+    out, created = await cm.update(ctx("ns1"), "zz", put({"metadata": {"name": "zz"}}), W,
+                                   force_allow_create=True)
+    assert created and out["metadata"]["uid"]
+    # name mismatch
+    with pytest.raises(APIError) as e:
+        await cm.update(ctx("ns1"), "zz", put({"metadata": {"name": "other"}}), W)
+    assert e.value.code == 400
+
+
+async def test_lease_create_on_update_and_conditional(stores: Any) -> None:
+    le = stores[LEASE]
+    out, created = await le.update(ctx("ns1"), "l", put({"metadata": {"name": "l"},
+                                                         "spec": {"holderIdentity": "me"}}), W)
+    assert created and out["apiVersion"] == "coordination.plat.io/v1"
+    with pytest.raises(APIError) as e:
+        await le.update(ctx("ns1"), "l", put({"metadata": {"name": "l"}, "spec": {}}), W)
+    assert e.value.code == 422
+    assert e.value.message == ('leases.coordination.plat.io "l" is invalid: metadata.resourceVersion: '
+                               "Invalid value: 0x0: must be specified for an update")
+    with pytest.raises(APIError) as e:
+        await le.create(ctx("ns1"), {"metadata": {"name": "m"}, "spec": {"leaseDurationSeconds": 0}}, W)
+    assert e.value.message == 'Lease.coordination.plat.io "m" is invalid: spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0'
+
+
+async def test_configmap_immutable(stores: Any) -> None:
+    cm = stores[CM]
+    await cm.create(ctx("ns1"), {"metadata": {"name": "i"}, "data": {"a": "1"}, "immutable": True}, W)
+    with pytest.raises(APIError) as e:
+        await cm.update(ctx("ns1"), "i", patch(lambda o: o.update(data={"a": "2"})), W)
+    assert e.value.details["causes"] == [{"reason": "FieldValueForbidden", "field": "data",
+                                          "message": "Forbidden: field is immutable when `immutable` is set"}]
+
+
+async def test_delete_plain_and_preconditions(stores: Any) -> None:
+    cm = stores[CM]
+    a = await cm.create(ctx("ns1"), {"metadata": {"name": "a"}}, W)
+    with pytest.raises(APIError) as e:
+        await cm.delete(ctx("ns1"), "a", DeleteOptions(precondition_uid="wrong"))
+    assert e.value.code == 409
+    assert e.value.message == (f'Operation cannot be fulfilled on ConfigMap "a": the UID in the precondition '
+                               f'(wrong) does not match the UID in record ({a["metadata"]["uid"]}). '
+                               "The object might have been deleted and then recreated")
+    with pytest.raises(APIError) as e:
+        await cm.delete(ctx("ns1"), "a", DeleteOptions(precondition_resource_version="1"))
+    assert "the ResourceVersion in the precondition (1) does not match" in e.value.message
+    res, now = await cm.delete(ctx("ns1"), "a", DeleteOptions(
+        precondition_uid=a["metadata"]["uid"], precondition_resource_version=a["metadata"]["resourceVersion"]))
+    assert now
+    assert res == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                   "details": {"name": "a", "kind": "configmaps", "uid": a["metadata"]["uid"]}}
+    with pytest.raises(APIError) as e:
+        await cm.delete(ctx("ns1"), "a", DeleteOptions())
+    assert e.value.code == 404
+
+
+async def test_finalizer_state_machine(stores: Any) -> None:
+    cm = stores[CM]
+    await cm.create(ctx("ns1"), {"metadata": {"name": "f", "finalizers": ["example.com/a", "example.com/b"]}}, W)
+    obj, now = await cm.delete(ctx("ns1"), "f", DeleteOptions())
+    assert not now
+    meta = obj["metadata"]
+    assert meta["deletionTimestamp"] and meta["deletionGracePeriodSeconds"] == 0
+    # a second delete changes nothing
+    obj2, now = await cm.delete(ctx("ns1"), "f", DeleteOptions())
+    assert not now and obj2["metadata"]["resourceVersion"] == meta["resourceVersion"]
+    # no new finalizers while deleting
+    with pytest.raises(APIError) as e:
+        await cm.update(ctx("ns1"), "f", patch(lambda o: o["metadata"]["finalizers"].append("example.com/c")), W)
+    assert e.value.code == 422 and "no new finalizers can be added" in e.value.message
+    # the deletionTimestamp cannot be removed by an update
+    out, _ = await cm.update(ctx("ns1"), "f", patch(lambda o: o["metadata"].pop("deletionTimestamp")), W)
+    assert out["metadata"]["deletionTimestamp"] == meta["deletionTimestamp"]
+    out, _ = await cm.update(ctx("ns1"), "f", patch(lambda o: o["metadata"].update(finalizers=["example.com/b"])), W)
+    assert out["metadata"]["finalizers"] == ["example.com/b"]
+    await cm.get(ctx("ns1"), "f", GetOptions())
+    await cm.update(ctx("ns1"), "f", patch(lambda o: o["metadata"].pop("finalizers")), W)
+    with pytest.raises(APIError) as e:
+        await cm.get(ctx("ns1"), "f", GetOptions())
+    assert e.value.code == 404
+
+
+async def test_propagation_policies(stores: Any) -> None:
+    cm = stores[CM]
+    await cm.create(ctx("ns1"), {"metadata": {"name": "o"}}, W)
+    obj, now = await cm.delete(ctx("ns1"), "o", DeleteOptions(propagation_policy="Orphan"))
+    assert not now and obj["metadata"]["finalizers"] == ["orphan"]
+    await cm.create(ctx("ns1"), {"metadata": {"name": "fg"}}, W)
+    obj, now = await cm.delete(ctx("ns1"), "fg", DeleteOptions(propagation_policy="Foreground"))
+    assert not now and obj["metadata"]["finalizers"] == ["foregroundDeletion"]
+    await cm.create(ctx("ns1"), {"metadata": {"name": "od"}}, W)
+    obj, now = await cm.delete(ctx("ns1"), "od", DeleteOptions(orphan_dependents=True))
+    assert not now and obj["metadata"]["finalizers"] == ["orphan"]
+    await cm.create(ctx("ns1"), {"metadata": {"name": "bg"}}, W)
+    _, now = await cm.delete(ctx("ns1"), "bg", DeleteOptions(propagation_policy="Background"))
+    assert now
+
+
+async def test_dry_run(stores: Any, storage: Any) -> None:
+    cm = stores[CM]
+    dry = WriteOptions(dry_run=True)
+    rev = storage.rev
+    out = await cm.create(ctx("ns1"), {"metadata": {"generateName": "d-"}}, dry)
+    assert out["metadata"]["name"].startswith("d-") and "resourceVersion" not in out["metadata"]
+    assert storage.rev == rev
+    a = await cm.create(ctx("ns1"), {"metadata": {"name": "a", "finalizers": ["example.com/x"]}}, W)
+    rev = storage.rev
+    with pytest.raises(APIError):
+        await cm.create(ctx("ns1"), {"metadata": {"name": "a"}}, dry)
+    out, _ = await cm.update(ctx("ns1"), "a", patch(lambda o: o.update(data={"x": "y"})), dry)
+    assert out["data"] == {"x": "y"}
+    obj, now = await cm.delete(ctx("ns1"), "a", DeleteOptions(dry_run=True))
+    assert not now and obj["metadata"]["deletionTimestamp"]
+    assert storage.rev == rev
+    got = await cm.get(ctx("ns1"), "a", GetOptions())
+    assert got == a
+    await cm.create(ctx("ns1"), {"metadata": {"name": "b"}}, W)
+    _, now = await cm.delete(ctx("ns1"), "b", DeleteOptions(dry_run=True))
+    assert now
+    await cm.get(ctx("ns1"), "b", GetOptions())
+
+
+async def test_delete_collection(stores: Any) -> None:
+    cm = stores[CM]
+    for n, lbl in (("a", "x"), ("b", "x"), ("c", "y")):
+        await cm.create(ctx("ns1"), {"metadata": {"name": n, "labels": {"l": lbl}}}, W)
+    await cm.create(ctx("ns1"), {"metadata": {"name": "d", "labels": {"l": "x"}, "finalizers": ["example.com/f"]}}, W)
+    out = await cm.delete_collection(ctx("ns1"), DeleteOptions(), ListOptions(label_selector="l=x"))
+    assert out["kind"] == "ConfigMapList"
+    assert [i["metadata"]["name"] for i in out["items"]] == ["a", "b"]
+    left = await cm.list(ctx("ns1"), ListOptions())
+    assert [i["metadata"]["name"] for i in left["items"]] == ["c", "d"]
+    assert left["items"][1]["metadata"]["deletionTimestamp"]
+
+
+async def test_unsafe_delete(stores: Any, storage: Any) -> None:
+    cm = stores[CM]
+    await cm.create(ctx("ns1"), {"metadata": {"name": "bad"}}, W)
+    storage.corrupt.add("/registry/configmaps/ns1/bad")
+    with pytest.raises(APIError) as e:
+        await cm.delete(ctx("ns1"), "bad", DeleteOptions())
+    assert e.value.code == 409
+    res, now = await cm.delete(ctx("ns1"), "bad", DeleteOptions(ignore_store_read_error=True))
+    assert now and res["status"] == "Success"
+    assert "/registry/configmaps/ns1/bad" not in storage.data
+
+
+async def test_unsafe_delete_gate_off(storage: Any) -> None:
+    from apiserver.registry.catalog import build_stores
+    st = build_stores(lambda info: storage)
+    with pytest.raises(APIError) as e:
+        await st[CM].delete(ctx("ns1"), "x", DeleteOptions(ignore_store_read_error=True))
+    assert e.value.code == 422
+    assert "AllowUnsafeMalformedObjectDeletion" in e.value.message
+
+
+async def test_watch(stores: Any) -> None:
+    cm = stores[CM]
+    await cm.create(ctx("ns1"), {"metadata": {"name": "pre", "labels": {"a": "1"}}}, W)
+    stream = await cm.watch(ctx("ns1"), ListOptions(label_selector="a=1"))
+    it = stream.__aiter__()
+    ev = await it.__anext__()
+    assert ev.type == "ADDED" and ev.object["kind"] == "ConfigMap" and ev.object["metadata"]["name"] == "pre"
+    await cm.update(ctx("ns1"), "pre", patch(lambda o: o["metadata"]["labels"].update(a="2")), W)
+    ev = await it.__anext__()
+    assert ev.type == "DELETED"
+    stream.stop()
+    with pytest.raises(StopAsyncIteration):
+        await it.__anext__()
+    # a timeout ends the stream
+    stream = await cm.watch(ctx("ns1"), ListOptions(resource_version="100000", timeout_seconds=1))
+    items = [ev async for ev in stream]
+    assert items == []
+
+
+async def test_watch_error_and_bookmark(stores: Any, storage: Any) -> None:
+    from storage import interface as si
+    from storage.errors import Code, StorageError
+    cm = stores[CM]
+    stream = await cm.watch(ctx("ns1"), ListOptions(resource_version="1000"))
+    w = storage.watchers[-1]
+    w.q.put_nowait(si.WatchEvent(type="BOOKMARK", object={"metadata": {
+        "resourceVersion": "7", "annotations": {"plat.io/initial-events-end": "true"}}}))
+    w.q.put_nowait(si.WatchEvent(type="ERROR", object={}, error=StorageError(
+        Code.RESOURCE_EXPIRED, "too old resource version: 1 (5)")))
+    items = [ev async for ev in stream]
+    assert items[0].type == "BOOKMARK"
+    assert items[0].object == {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {
+        "resourceVersion": "7", "annotations": {"plat.io/initial-events-end": "true"}}}
+    assert items[1].type == "ERROR"
+    assert items[1].object["code"] == 410 and items[1].object["reason"] == "Expired"
+    assert items[1].object["message"] == "too old resource version: 1 (5)"
+    assert len(items) == 2
+
+
+async def test_secret_defaults_and_rules(stores: Any) -> None:
+    sec = stores[("", "v1", "secrets")]
+    out = await sec.create(ctx("ns1"), {"metadata": {"name": "s"}, "stringData": {"a": "hi"}}, W)
+    assert out["type"] == "Opaque" and out["data"] == {"a": "aGk="} and "stringData" not in out
+    with pytest.raises(APIError) as e:
+        await sec.create(ctx("ns1"), {"metadata": {"name": "t"}, "type": "platform.io/service-account-token"}, W)
+    assert e.value.details["causes"] == [{"reason": "FieldValueRequired", "message": "Required value",
+                                          "field": "metadata.annotations[platform.io/service-account.name]"}]
+    with pytest.raises(APIError) as e:
+        await sec.update(ctx("ns1"), "s", patch(lambda o: o.update(type="other")), W)
+    assert 'type: Invalid value: "other": field is immutable' in e.value.message
+    lst = await sec.list(ctx("ns1"), ListOptions(field_selector="type=Opaque"))
+    assert len(lst["items"]) == 1
+    with pytest.raises(APIError) as e:
+        await sec.list(ctx("ns1"), ListOptions(field_selector="data=x"))
+    assert e.value.message == "field label not supported: data"
+
+
+async def test_events(stores: Any) -> None:
+    ev = stores[("", "v1", "events")]
+    out, created = await ev.update(ctx("ns1"), "e1", put({
+        "metadata": {"name": "e1"}, "involvedObject": {"kind": "Pod", "namespace": "ns1", "name": "p"},
+        "reason": "Started", "type": "Normal", "source": {"component": "kubelet"}}), W)
+    assert created
+    lst = await ev.list(ctx("ns1"), ListOptions(field_selector="involvedObject.name=p,source=kubelet,type=Normal"))
+    assert len(lst["items"]) == 1
+    with pytest.raises(APIError) as e:
+        await ev.create(ctx("ns1"), {"metadata": {"name": "e2"}, "involvedObject": {"namespace": "other"}, "type": "Bad"}, W)
+    assert [c["field"] for c in e.value.details["causes"]] == ["involvedObject.namespace", "type"]
+
+
+async def test_concurrent_updates_conflict_free(stores: Any) -> None:
+    cm = stores[CM]
+    await cm.create(ctx("ns1"), {"metadata": {"name": "c"}, "data": {}}, W)
+
+    async def bump(i: int) -> None:
+        await cm.update(ctx("ns1"), "c", patch(lambda o: o.setdefault("data", {}).update({f"k{i}": "v"})), W)
+    await asyncio.gather(*(bump(i) for i in range(5)))
+    out = await cm.get(ctx("ns1"), "c", GetOptions())
+    assert len(out["data"]) == 5
