@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from storage.errors import Code
+from storage.errors import Code, StorageError
 from storage.interface import ListOptions, Object, Predicate
 from storage.testing.harness import Events, Harness, name, obj, rv
 
@@ -155,6 +155,21 @@ async def case_watch_stop(h: Harness) -> None:
     await h.store.create(h.key("ns1", "after"), obj("ns1", "after"))
 
 
+async def case_watch_too_large(h: Harness) -> None:
+    """A version the store has not reached (and does not reach within a few seconds): 504."""
+    cur = await h.store.current_revision()
+    try:
+        w = await h.store.watch(h.ns_prefix("ns1"),
+                                ListOptions(resource_version=str(cur + 1000)))
+    except StorageError as err:
+        assert err.code is Code.TOO_LARGE_RESOURCE_VERSION
+        assert err.retry_after_seconds == 1
+        assert err.message.startswith(f"Too large resource version: {cur + 1000}, current: ")
+    else:
+        w.stop()
+        raise AssertionError("expected TOO_LARGE_RESOURCE_VERSION")
+
+
 WATCH_CASES: dict[str, Callable[[Harness], Awaitable[None]]] = {
     "watch_from_zero": case_watch_from_zero,
     "watch_from_version": case_watch_from_version,
@@ -164,4 +179,5 @@ WATCH_CASES: dict[str, Callable[[Harness], Awaitable[None]]] = {
     "watch_single_key": case_watch_single_key,
     "watch_initial_events_end": case_watch_initial_events_end,
     "watch_stop": case_watch_stop,
+    "watch_too_large": case_watch_too_large,
 }
