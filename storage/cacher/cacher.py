@@ -426,11 +426,10 @@ class Cacher:
             return await self._backend.get(key, opts)
         await self._wait_rv(parse_rv(opts.resource_version))
         obj = self._cache.get(key)
-        if obj is None and not opts.ignore_not_found:
-            raise StorageError(
-                Code.KEY_NOT_FOUND, f"key not found: {key}", key=key,
-                resource_version=self._cache.rv,
-            )
+        if obj is None:
+            # "Any version" allows the latest: a miss asks the store, so an object created
+            # a moment ago through another path is not reported missing by a lagging cache.
+            return await self._backend.get(key, GetOptions(ignore_not_found=opts.ignore_not_found))
         return obj
 
     async def get_list(self, key: str, opts: ListOptions) -> ListResult:

@@ -1,6 +1,7 @@
 """The storage conformance suite (storage.testing.conformance) against a Cacher over the
-embedded store: one Cacher per case, for the case's own prefix, as the apiserver runs one per
-resource."""
+embedded store, a three-member raftstore and a three-member etcd (session clusters shared
+with other tests): one Cacher per case, for the case's own prefix, as the apiserver runs one
+per resource."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from raftstore.launcher import Cluster
 from storage.cacher import Cacher
 from storage.interface import Interface
 from storage.testing.conformance import ALL_CASES
@@ -27,8 +29,7 @@ async def backend(tmp_path: Path) -> AsyncIterator[Interface]:
     await store.close()
 
 
-@pytest.mark.parametrize("case", list(ALL_CASES.values()), ids=list(ALL_CASES))
-async def test_cacher_conformance(backend: Interface, case: Case) -> None:
+async def _run(backend: Interface, case: Case) -> None:
     prefix = f"/registry/conf{uuid.uuid4().hex[:12]}"
     cacher = Cacher(backend, prefix, resource="conformance", wait_timeout=0.3,
                     bookmark_interval=0.5)
@@ -40,3 +41,35 @@ async def test_cacher_conformance(backend: Interface, case: Case) -> None:
     finally:
         h.close()
         await cacher.close()
+
+
+@pytest.mark.parametrize("case", list(ALL_CASES.values()), ids=list(ALL_CASES))
+async def test_cacher_conformance(backend: Interface, case: Case) -> None:
+    await _run(backend, case)
+
+
+def _grpc_backend(cluster: Cluster) -> Interface:
+    from storage.etcd3.grpcclient import GrpcKVClient
+    from storage.etcd3.store import Etcd3Store
+
+    client = GrpcKVClient([f"http://{e}" for e in cluster.endpoints])
+    return Etcd3Store(client, too_large_wait=0.3, bookmark_interval=0.5)
+
+
+@pytest.mark.parametrize("case", list(ALL_CASES.values()), ids=list(ALL_CASES))
+async def test_cacher_conformance_raftstore(raftstore_cluster: Cluster, case: Case) -> None:
+    backend = _grpc_backend(raftstore_cluster)
+    try:
+        await _run(backend, case)
+    finally:
+        await backend.close()
+
+
+@pytest.mark.etcd
+@pytest.mark.parametrize("case", list(ALL_CASES.values()), ids=list(ALL_CASES))
+async def test_cacher_conformance_etcd(etcd_cluster: Cluster, case: Case) -> None:
+    backend = _grpc_backend(etcd_cluster)
+    try:
+        await _run(backend, case)
+    finally:
+        await backend.close()
