@@ -1,0 +1,126 @@
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from apiserver.registry.interface import GetOptions, WriteOptions
+from apiserver.status import APIError
+from tests.apiserver.registry.conftest import ctx
+from tests.apiserver.registry.test_generic import patch, put
+
+STS = ("apps", "v1", "statefulsets")
+W = WriteOptions()
+
+
+def sts(name: str = "web", **spec: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "metadata": {"name": name},
+        "spec": {"selector": {"matchLabels": {"app": "w"}},
+                 "template": {"metadata": {"labels": {"app": "w"}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}}}}
+    base["spec"].update(spec)
+    return base
+
+
+async def test_defaults(stores: Any) -> None:
+    out = await stores[STS].create(ctx("ns1"), sts(), W)
+    spec = out["spec"]
+    assert out["metadata"]["generation"] == 1
+    assert spec["replicas"] == 1 and spec["revisionHistoryLimit"] == 10
+    assert spec["podManagementPolicy"] == "OrderedReady"
+    assert spec["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
+    assert spec["persistentVolumeClaimRetentionPolicy"] == {"whenDeleted": "Retain", "whenScaled": "Retain"}
+    pod = spec["template"]["spec"]
+    assert pod["restartPolicy"] == "Always" and pod["dnsPolicy"] == "ClusterFirst"
+    assert pod["schedulerName"] == "default-scheduler" and pod["terminationGracePeriodSeconds"] == 30
+    c = pod["containers"][0]
+    assert c["imagePullPolicy"] == "IfNotPresent" and c["terminationMessagePath"] == "/dev/termination-log"
+    assert c["terminationMessagePolicy"] == "File"
+    assert out["status"] == {"replicas": 0, "availableReplicas": 0}
+
+
+@pytest.mark.parametrize("mutate,field,message", [
+    (lambda s: s["spec"].pop("selector"), "spec.selector", "Required value"),
+    (lambda s: s["spec"].update(replicas=-1), "spec.replicas",
+     "Invalid value: -1: must be greater than or equal to 0"),
+    (lambda s: s["spec"]["template"]["spec"].update(restartPolicy="Never"),
+     "spec.template.spec.restartPolicy", 'Unsupported value: "Never": supported values: "Always"'),
+    (lambda s: s["spec"]["template"]["spec"].update(containers=[]),
+     "spec.template.spec.containers", "Required value"),
+    (lambda s: s["spec"]["template"]["spec"]["containers"][0].pop("image"),
+     "spec.template.spec.containers[0].image", "Required value"),
+    (lambda s: s["spec"]["template"]["metadata"].update(labels={"app": "x"}),
+     "spec.template.metadata.labels",
+     'Invalid value: map[string]string{"app":"x"}: `selector` does not match template `labels`'),
+    (lambda s: s["spec"].update(podManagementPolicy="Sometimes"), "spec.podManagementPolicy",
+     'Unsupported value: "Sometimes": supported values: "OrderedReady", "Parallel"'),
+])
+async def test_validation(stores: Any, mutate: Any, field: str, message: str) -> None:
+    body = sts()
+    mutate(body)
+    with pytest.raises(APIError) as e:
+        await stores[STS].create(ctx("ns1"), body, W)
+    assert e.value.code == 422
+    assert {"field": field, "message": message} in [
+        {"field": c["field"], "message": c["message"]} for c in e.value.details["causes"]]
+    assert e.value.message.startswith('StatefulSet.apps "web" is invalid: ')
+
+
+async def test_generation_status_and_forbidden_updates(stores: Any) -> None:
+    st = stores[STS]
+    out = await st.create(ctx("ns1"), sts(), W)
+    # status through the main resource is ignored; metadata-only change keeps generation
+    upd, _ = await st.update(ctx("ns1"), "web", patch(lambda o: (o["metadata"].setdefault("labels", {}).update(a="b"),
+                                                                 o.update(status={"replicas": 5}))), W)
+    assert upd["metadata"]["generation"] == 1 and upd["status"]["replicas"] == 0
+    upd, _ = await st.update(ctx("ns1"), "web", patch(lambda o: o["spec"].update(replicas=3)), W)
+    assert upd["metadata"]["generation"] == 2
+    with pytest.raises(APIError) as e:
+        await st.update(ctx("ns1"), "web", patch(lambda o: o["spec"].update(serviceName="x")), W)
+    assert "spec: Forbidden: updates to statefulset spec for fields other than 'replicas'" in e.value.message
+    status_store = stores[("apps", "v1", "statefulsets/status")]
+    out, _ = await status_store.update(ctx("ns1"), "web", patch(lambda o: (o.update(status={"replicas": 3, "readyReplicas": 2}),
+                                                                          o["spec"].update(replicas=9))), W)
+    assert out["status"] == {"replicas": 3, "readyReplicas": 2}
+    assert out["spec"]["replicas"] == 3 and out["metadata"]["generation"] == 2
+    with pytest.raises(APIError) as e:
+        await status_store.update(ctx("ns1"), "web", patch(lambda o: o["status"].update(readyReplicas=4)), W)
+    assert "status.readyReplicas: Invalid value: 4: cannot be greater than status.replicas" in e.value.message
+
+
+async def test_scale(stores: Any) -> None:
+    st = stores[STS]
+    await st.create(ctx("ns1"), sts(), W)
+    sc = stores[("apps", "v1", "statefulsets/scale")]
+    scale = await sc.get(ctx("ns1"), "web", GetOptions())
+    assert scale["kind"] == "Scale" and scale["apiVersion"] == "autoscaling/v1"
+    assert scale["spec"] == {"replicas": 1}
+    assert scale["status"] == {"replicas": 0, "selector": "app=w"}
+    body = copy.deepcopy(scale)
+    body["spec"]["replicas"] = 4
+    out, created = await sc.update(ctx("ns1"), "web", put(body), W)
+    assert not created and out["spec"]["replicas"] == 4
+    got = await st.get(ctx("ns1"), "web", GetOptions())
+    assert got["spec"]["replicas"] == 4 and got["metadata"]["generation"] == 2
+    with pytest.raises(APIError) as e:  # stale resourceVersion
+        await sc.update(ctx("ns1"), "web", put(body), W)
+    assert e.value.code == 409
+    body = {"metadata": {"name": "web"}, "spec": {"replicas": -1}}
+    with pytest.raises(APIError) as e:
+        await sc.update(ctx("ns1"), "web", put(body), W)
+    assert e.value.message == 'Scale.autoscaling "web" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0'
+    with pytest.raises(APIError) as e:
+        await sc.get(ctx("ns1"), "nope", GetOptions())
+    assert e.value.message == 'statefulsets.apps "nope" not found'
+
+
+async def test_name_must_be_dns_label_and_field_selector(stores: Any) -> None:
+    with pytest.raises(APIError) as e:
+        await stores[STS].create(ctx("ns1"), sts("a.b"), W)
+    assert "a lowercase RFC 1123 label must consist of" in e.value.message
+    from apiserver.registry.interface import ListOptions
+    with pytest.raises(APIError) as e:
+        await stores[STS].list(ctx("ns1"), ListOptions(field_selector="spec.replicas=1"))
+    assert e.value.message == "field label not supported for appsv1.StatefulSet: spec.replicas"
