@@ -238,19 +238,19 @@ async def test_propagation_policies(stores: Any) -> None:
 async def test_dry_run(stores: Any, storage: Any) -> None:
     cm = stores[CM]
     dry = WriteOptions(dry_run=True)
-    rev = storage.rev
+    rev = await storage.current_revision()
     out = await cm.create(ctx("ns1"), {"metadata": {"generateName": "d-"}}, dry)
     assert out["metadata"]["name"].startswith("d-") and "resourceVersion" not in out["metadata"]
-    assert storage.rev == rev
+    assert await storage.current_revision() == rev
     a = await cm.create(ctx("ns1"), {"metadata": {"name": "a", "finalizers": ["example.com/x"]}}, W)
-    rev = storage.rev
+    rev = await storage.current_revision()
     with pytest.raises(APIError):
         await cm.create(ctx("ns1"), {"metadata": {"name": "a"}}, dry)
     out, _ = await cm.update(ctx("ns1"), "a", patch(lambda o: o.update(data={"x": "y"})), dry)
     assert out["data"] == {"x": "y"}
     obj, now = await cm.delete(ctx("ns1"), "a", DeleteOptions(dry_run=True))
     assert not now and obj["metadata"]["deletionTimestamp"]
-    assert storage.rev == rev
+    assert await storage.current_revision() == rev
     got = await cm.get(ctx("ns1"), "a", GetOptions())
     assert got == a
     await cm.create(ctx("ns1"), {"metadata": {"name": "b"}}, W)
@@ -272,8 +272,8 @@ async def test_delete_collection(stores: Any) -> None:
     assert left["items"][1]["metadata"]["deletionTimestamp"]
 
 
-async def test_unsafe_delete(stores: Any, storage: Any) -> None:
-    cm = stores[CM]
+async def test_unsafe_delete(memstores: Any, memstore: Any) -> None:
+    cm, storage = memstores[CM], memstore
     await cm.create(ctx("ns1"), {"metadata": {"name": "bad"}}, W)
     storage.corrupt.add("/registry/configmaps/ns1/bad")
     with pytest.raises(APIError) as e:
@@ -284,9 +284,9 @@ async def test_unsafe_delete(stores: Any, storage: Any) -> None:
     assert "/registry/configmaps/ns1/bad" not in storage.data
 
 
-async def test_unsafe_delete_gate_off(storage: Any) -> None:
+async def test_unsafe_delete_gate_off(memstore: Any) -> None:
     from apiserver.registry.catalog import build_stores
-    st = build_stores(lambda info: storage)
+    st = build_stores(lambda info: memstore)
     with pytest.raises(APIError) as e:
         await st[CM].delete(ctx("ns1"), "x", DeleteOptions(ignore_store_read_error=True))
     assert e.value.code == 422
@@ -307,15 +307,16 @@ async def test_watch(stores: Any) -> None:
     with pytest.raises(StopAsyncIteration):
         await it.__anext__()
     # a timeout ends the stream
-    stream = await cm.watch(ctx("ns1"), ListOptions(resource_version="100000", timeout_seconds=1))
+    rv = (await cm.list(ctx("ns1"), ListOptions()))["metadata"]["resourceVersion"]
+    stream = await cm.watch(ctx("ns1"), ListOptions(resource_version=rv, timeout_seconds=1))
     items = [ev async for ev in stream]
     assert items == []
 
 
-async def test_watch_error_and_bookmark(stores: Any, storage: Any) -> None:
+async def test_watch_error_and_bookmark(memstores: Any, memstore: Any) -> None:
     from storage import interface as si
     from storage.errors import Code, StorageError
-    cm = stores[CM]
+    cm, storage = memstores[CM], memstore
     stream = await cm.watch(ctx("ns1"), ListOptions(resource_version="1000"))
     w = storage.watchers[-1]
     w.q.put_nowait(si.WatchEvent(type="BOOKMARK", object={"metadata": {
