@@ -279,8 +279,22 @@ class GenericStore:
         try:
             out = await self.storage.create(key, obj)
         except StorageError as e:
-            raise self.storage_error(e, name) from None
+            err = self.storage_error(e, name)
+            if e.code is Code.KEY_EXISTS:
+                await self._note_being_deleted(key, err)
+            raise err from None
         return self.decorate(out)
+
+    async def _note_being_deleted(self, key: str, err: status.APIError) -> None:
+        """Upstream prefixes AlreadyExists with "object is being deleted: " when the existing
+        object has a deletionTimestamp."""
+        try:
+            existing = await self.storage.get(key, si.GetOptions(ignore_not_found=True))
+        except StorageError:
+            return
+        if existing is not None and (existing.get("metadata") or {}).get("deletionTimestamp"):
+            err.message = f"object is being deleted: {err.message}"
+            err.args = (err.message,)
 
     # -- writes in other modules ----------------------------------------------------------------
 

@@ -43,9 +43,9 @@ def should_delete_during_update(store: GenericStore, new: Object, old: Object) -
         return False
     if store.strategy.resource == "namespaces" and (new.get("spec") or {}).get("finalizers"):
         return False
-    if not om.get("finalizers"):
+    if not om.get("deletionTimestamp"):
         return False
-    return bool(om.get("deletionTimestamp")) and om.get("deletionGracePeriodSeconds") == 0
+    return om.get("deletionGracePeriodSeconds") in (None, 0)
 
 
 async def update(store: GenericStore, ctx: Context, name: str, transform: TransformFunc,

@@ -14,6 +14,7 @@ import copy
 from typing import TYPE_CHECKING, Final
 
 from apiserver import selectors, status
+from apiserver.admission.interface import DELETE
 from apiserver.registry import validation as v
 from apiserver.registry.strategy import GC_UNSUPPORTED, Object, Strategy, as_dict, as_list
 from storage import interface as si
@@ -145,6 +146,8 @@ async def delete_namespace(store: GenericStore, ctx: Context, name: str, existin
 
         async def start_termination(current: Object | None) -> Object:
             assert current is not None
+            await store.config.admission.validate(store.attrs(
+                ctx, DELETE, None, copy.deepcopy(current), name, opts.dry_run))
             obj = copy.deepcopy(current)
             m = obj["metadata"]
             if not m.get("deletionTimestamp"):

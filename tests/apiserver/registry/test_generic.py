@@ -213,6 +213,10 @@ async def test_finalizer_state_machine(stores: Any) -> None:
     out, _ = await cm.update(ctx("ns1"), "f", patch(lambda o: o["metadata"].update(finalizers=["example.com/b"])), W)
     assert out["metadata"]["finalizers"] == ["example.com/b"]
     await cm.get(ctx("ns1"), "f", GetOptions())
+    with pytest.raises(APIError) as e:
+        await cm.create(ctx("ns1"), {"metadata": {"name": "f"}}, W)
+    assert e.value.message == 'object is being deleted: configmaps "f" already exists'
+
     await cm.update(ctx("ns1"), "f", patch(lambda o: o["metadata"].pop("finalizers")), W)
     with pytest.raises(APIError) as e:
         await cm.get(ctx("ns1"), "f", GetOptions())

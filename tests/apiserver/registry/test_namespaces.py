@@ -132,7 +132,16 @@ async def test_finalize_and_status_subresources(stores: Any) -> None:
         await fin.update(ctx(), "ns1", patch(lambda o: o["spec"].update(finalizers=["bad"])), W)
     assert e.value.code == 422
     await stores[NS].delete(ctx(), "ns1", DeleteOptions())
-    await fin.update(ctx(), "ns1", patch(lambda o: o["spec"].update(finalizers=[])), W)
-    res, now = await stores[NS].delete(ctx(), "ns1", DeleteOptions())
-    assert now and res["kind"] == "Namespace" and res["metadata"]["name"] == "ns1"
+    # emptying spec.finalizers of a terminating namespace deletes it (upstream
+    # ShouldDeleteNamespaceDuringUpdate)
+    out, _ = await fin.update(ctx(), "ns1", patch(lambda o: o["spec"].update(finalizers=[])), W)
+    assert out["spec"]["finalizers"] == []
     assert await gone(stores, "ns1")
+    await stores[NS].create(ctx(), {"metadata": {"name": "ns2", "finalizers": ["example.com/m"]}}, W)
+    await stores[NS].delete(ctx(), "ns2", DeleteOptions())
+    await fin.update(ctx(), "ns2", patch(lambda o: o["spec"].update(finalizers=[])), W)
+    # metadata finalizers still hold it; a delete now marks it and returns it
+    res, now = await stores[NS].delete(ctx(), "ns2", DeleteOptions())
+    assert not now and res["kind"] == "Namespace"
+    await stores[NS].update(ctx(), "ns2", patch(lambda o: o["metadata"].pop("finalizers")), W)
+    assert await gone(stores, "ns2")
