@@ -20,6 +20,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+import orjson
+
 from raftstore.api.pb import rpc_pb2 as pb
 from storage.errors import Code, StorageError
 from storage.etcd3.common import (
@@ -53,6 +55,19 @@ if TYPE_CHECKING:
 
 _Cmp = pb.Compare
 _PROBE_KEY: Final = b"\x00plat-revision-probe"
+
+
+def same_content(data: bytes, stored: bytes | None) -> bool:
+    """Whether an update changes nothing. Bytes first (the common case); then as JSON values,
+    because a dict built in another key order encodes differently but is the same object
+    (upstream compares canonical encodings)."""
+    if stored is None:
+        return False
+    if data == stored:
+        return True
+    if len(data) != len(stored):
+        return False  # same keys and values always encode to the same length
+    return bool(orjson.loads(data) == orjson.loads(stored))
 
 
 @dataclass(slots=True)
@@ -221,10 +236,10 @@ class Etcd3Store:
                     raise
                 continue
             data = encode(new)
-            if st.data is not None and data == st.data:
+            if same_content(data, st.data):
                 if not is_current:
                     st, is_current = await self._get_state(key, ignore_not_found), True
-                    if data != st.data:
+                    if not same_content(data, st.data):
                         continue
                 assert st.obj is not None
                 return st.obj  # no-op: nothing written, same resourceVersion

@@ -259,6 +259,13 @@ async def case_guaranteed_update(h: Harness) -> None:
 
     kept = await h.store.guaranteed_update(key, same)
     assert rv(kept) == rv(cur)  # no-op: nothing written
+
+    async def reordered(o: Object | None) -> Object:
+        assert o is not None
+        return dict(reversed(list(o.items())))
+
+    kept = await h.store.guaranteed_update(key, reordered)
+    assert rv(kept) == rv(cur)  # the same object built in another key order: still a no-op
     # A stale cached object costs a retry, never a lost update.
     stale = dict(cur)
     stale["metadata"] = dict(cur["metadata"], resourceVersion=str(rv(cur) - 1))
