@@ -349,7 +349,7 @@ class Cacher:
         return key.startswith(self._range_prefix) or key == self._prefix
 
     async def _wait_rv(self, rv: int) -> None:
-        """Wait for the cache to reach ``rv``; TOO_LARGE_RESOURCE_VERSION after 3 s."""
+        """Wait for the cache to reach ``rv``; TOO_LARGE_RESOURCE_VERSION after ``wait_timeout``."""
         if rv > self._cache.rv and not await self._cache.wait_for(rv, self._wait_timeout):
             raise too_large(rv, self._cache.rv)
 
