@@ -123,10 +123,11 @@ def build_stores(storage_for: Callable[[ResourceInfo], Interface], *,
     assert namespaces is not None
     ns_store = namespaces
 
-    async def get_namespace(name: str) -> Object | None:
+    async def get_namespace(name: str, live: bool) -> Object | None:
         ctx = Context(namespace="", user=SYSTEM_USER)
         try:
-            return await ns_store.get(ctx, name, GetOptions())
+            return await ns_store.get(ctx, name, GetOptions(resource_version="" if live
+                                                            else "0"))
         except status.APIError as e:
             if e.code == 404:
                 return None

@@ -199,6 +199,9 @@ class GenericStore:
     # -- create -------------------------------------------------------------------------------
 
     async def create(self, ctx: Context, obj: Object, opts: WriteOptions) -> Object:
+        if not isinstance(obj, dict):
+            raise status.bad_request(f"the body of the request must be a {self.strategy.kind} "
+                                     "object")
         obj = copy.deepcopy(obj)
         meta = obj.get("metadata")
         if meta is None:

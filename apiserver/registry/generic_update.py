@@ -61,6 +61,9 @@ async def update(store: GenericStore, ctx: Context, name: str, transform: Transf
                     or strategy.subresource:
                 raise status.not_found(store.resource, store.group, name)
             obj = copy.deepcopy(await transform(None))
+            if not isinstance(obj, dict):
+                raise status.bad_request(f"the body of the request must be a {strategy.kind} "
+                                         "object")
             if not isinstance(obj.get("metadata"), dict):
                 obj["metadata"] = {}
             meta = obj["metadata"]
@@ -82,6 +85,9 @@ async def update(store: GenericStore, ctx: Context, name: str, transform: Transf
         created = False
         old = copy.deepcopy(current)
         obj = copy.deepcopy(await transform(copy.deepcopy(current)))
+        if not isinstance(obj, dict):
+            raise status.bad_request(f"the body of the request must be a {strategy.kind} "
+                                     "object")
         if not isinstance(obj.get("metadata"), dict):
             obj["metadata"] = {}
         meta = obj["metadata"]

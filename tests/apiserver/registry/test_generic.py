@@ -377,3 +377,20 @@ async def test_concurrent_updates_conflict_free(stores: Any) -> None:
     await asyncio.gather(*(bump(i) for i in range(5)))
     out = await cm.get(ctx("ns1"), "c", GetOptions())
     assert len(out["data"]) == 5
+
+
+async def test_non_object_bodies_are_bad_requests(stores: Any) -> None:
+    cm = stores[CM]
+    with pytest.raises(APIError) as e:
+        await cm.create(ctx("ns1"), [], W)  # type: ignore[arg-type]
+    assert e.value.code == 400
+    await cm.create(ctx("ns1"), {"metadata": {"name": "a"}}, W)
+
+    async def to_list(current: Any) -> Any:
+        return ["x"]
+    with pytest.raises(APIError) as e:
+        await cm.update(ctx("ns1"), "a", to_list, W)
+    assert e.value.code == 400
+    with pytest.raises(APIError) as e:
+        await cm.create(ctx("ns1"), {"metadata": {"name": 5, "labels": "x"}}, W)
+    assert e.value.code == 422
