@@ -59,7 +59,7 @@ log = logging.getLogger(__name__)
 WAIT_TIMEOUT: Final = 3.0
 # A consistent read waits this long for the cache when the backend cannot be asked for a
 # progress notification, then goes to the backend.
-NO_PROGRESS_WAIT: Final = 0.05
+NO_PROGRESS_WAIT: Final = 0.01
 # How often a waiting consistent read asks the backend for progress again.
 PROGRESS_PERIOD: Final = 0.1
 # Default per-watcher buffer of live events.
