@@ -346,6 +346,9 @@ class LocalKVClient:
     async def watch(self, req: pb.WatchCreateRequest) -> LocalWatch:
         return LocalWatch(self.state, req)
 
+    async def progress_supported(self) -> bool:
+        return True  # applies and progress responses run on one thread, in order
+
     async def close(self) -> None:
         await self.commands.close()
 

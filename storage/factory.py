@@ -25,6 +25,9 @@ class StorageConfig:
     etcd_keyfile: str = ""
     compaction_interval: float = 300.0
     fsync: bool = True  # embedded only; False is for tests
+    # etcd3 only: whether watch progress requests are ordered after the events they cover
+    # (None: decided from each member's version, as upstream; raftstore reports 3.4.0).
+    etcd_trust_progress: bool | None = None
 
 
 async def open_storage(cfg: StorageConfig) -> Etcd3Store:
@@ -39,7 +42,8 @@ async def open_storage(cfg: StorageConfig) -> Etcd3Store:
         if not cfg.etcd_servers:
             raise ValueError("the etcd3 storage backend needs --etcd-servers")
         client = GrpcKVClient(cfg.etcd_servers, cafile=cfg.etcd_cafile,
-                              certfile=cfg.etcd_certfile, keyfile=cfg.etcd_keyfile)
+                              certfile=cfg.etcd_certfile, keyfile=cfg.etcd_keyfile,
+                              trust_progress=cfg.etcd_trust_progress)
         store = Etcd3Store(client)
     else:
         raise ValueError(f"unknown storage backend {cfg.backend!r}")

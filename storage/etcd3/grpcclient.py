@@ -50,6 +50,19 @@ def parse_endpoint(url: str) -> tuple[str, bool]:
     return url.rstrip("/"), False
 
 
+def progress_safe(version: str) -> bool:
+    """Upstream's RequestWatchProgress check: etcd before 3.4.31, and 3.5.0 to 3.5.12, may
+    send a progress response ahead of events it covers (etcd issues 15220 and 17507)."""
+    parts = version.split("-")[0].split(".")
+    try:
+        v = tuple(int(x) for x in parts[:3])
+    except ValueError:
+        return False
+    if len(v) != 3:
+        return False
+    return not (v < (3, 4, 31) or (3, 5, 0) <= v < (3, 5, 13))
+
+
 def _read(path: str) -> bytes | None:
     if not path:
         return None
@@ -79,6 +92,7 @@ class _Endpoint:
         stubs: Any = rpc_pb2_grpc  # generated stubs are untyped: Any at this one boundary
         self.kv: Any = stubs.KVStub(self.channel)
         self.watch: Any = stubs.WatchStub(self.channel)
+        self.maintenance: Any = stubs.MaintenanceStub(self.channel)
 
 
 class GrpcWatch:
@@ -151,7 +165,11 @@ class GrpcKVClient:
         cafile: str = "",
         certfile: str = "",
         keyfile: str = "",
+        trust_progress: bool | None = None,
     ) -> None:
+        """``trust_progress``: None decides by each member's reported version (upstream's
+        check); True / False override it (raftstore orders progress correctly but reports
+        the etcd API version 3.4.0)."""
         if not endpoints:
             raise ValueError("at least one etcd endpoint is required")
         root, key, chain = _read(cafile), _read(keyfile), _read(certfile)
@@ -167,6 +185,7 @@ class GrpcKVClient:
         self._preferred = 0
         self._known_compacted = 0
         self._closed = False
+        self._progress_ok = trust_progress
 
     async def _call(self, fn: Callable[[_Endpoint], Awaitable[T]]) -> T:
         last: KVError | None = None
@@ -231,6 +250,22 @@ class GrpcKVClient:
                 lo = mid
         self._known_compacted = hi
         return hi
+
+    async def progress_supported(self) -> bool:
+        if self._progress_ok is None:
+            ok = True
+            for ep in self._endpoints:
+                try:
+                    resp = await ep.maintenance.Status(pb.StatusRequest(), timeout=CALL_TIMEOUT)
+                except grpc.aio.AioRpcError as exc:
+                    raise to_kv_error(exc) from None
+                if not progress_safe(str(resp.version)):
+                    log.info("etcd %s at %s: watch progress requests disabled (upstream "
+                             "requires 3.4.31+ or 3.5.13+)", resp.version, ep.target)
+                    ok = False
+                    break
+            self._progress_ok = ok
+        return self._progress_ok
 
     async def watch(self, req: pb.WatchCreateRequest) -> GrpcWatch:
         async def start(ep: _Endpoint) -> GrpcWatch:

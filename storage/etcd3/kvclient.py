@@ -74,5 +74,10 @@ class KVClient(Protocol):
         compaction does not raise: the watch yields one canceled response with
         compact_revision. Raises KVError (UNAVAILABLE)."""
 
+    async def progress_supported(self) -> bool:
+        """Whether the store orders a progress response after every event at or below its
+        revision (etcd >= 3.4.31 / 3.5.13, upstream's feature check for
+        RequestWatchProgress). Raises KVError."""
+
     async def close(self) -> None:
         """Close connections; idempotent."""

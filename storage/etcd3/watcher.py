@@ -92,8 +92,29 @@ class Etcd3Watcher:
         while not self._stopped:
             await asyncio.sleep(self._store.bookmark_interval)
             if not self._active:
+                try:
+                    if not await self._store.client.progress_supported():
+                        return  # etcd's own periodic progress_notify still arrives
+                except KVError:
+                    continue
                 await kvw.request_progress()
             self._active = False
+
+    async def request_progress(self) -> None:
+        """``storage.interface.ProgressRequester``: a BOOKMARK at the store's current
+        revision follows soon, after every event at or below it. Raises StorageError when
+        the store cannot order progress responses (old etcd): then it never promises that."""
+        if self._kvw is None or self._stopped:
+            return
+        try:
+            supported = await self._store.client.progress_supported()
+        except KVError as exc:
+            raise storage_error(exc) from None
+        if not supported:
+            raise StorageError(
+                Code.INTERNAL, "watch progress requests are not supported by this etcd version"
+            )
+        await self._kvw.request_progress()
 
     def stop(self) -> None:
         if self._stopped:

@@ -17,7 +17,7 @@ from storage.compactor import COMPACT_REV_KEY, compact_once
 from storage.embedded import open_embedded
 from storage.errors import Code, StorageError
 from storage.etcd3.common import resource_label
-from storage.etcd3.grpcclient import GrpcKVClient, parse_endpoint
+from storage.etcd3.grpcclient import GrpcKVClient, parse_endpoint, progress_safe
 from storage.etcd3.store import Etcd3Store
 from storage.factory import StorageConfig, open_storage
 from storage.interface import GetOptions, ListOptions, Object
@@ -40,6 +40,27 @@ def test_resource_label_and_endpoints() -> None:
     assert parse_endpoint("https://10.0.0.1:2379") == ("10.0.0.1:2379", True)
     assert parse_endpoint("http://h:1/") == ("h:1", False)
     assert parse_endpoint("h:2") == ("h:2", False)
+    assert not progress_safe("3.4.23") and not progress_safe("3.5.12")
+    assert not progress_safe("3.4.0") and not progress_safe("garbage")
+    assert progress_safe("3.4.31") and progress_safe("3.5.13") and progress_safe("3.6.0")
+
+
+@pytest.mark.etcd
+async def test_old_etcd_refuses_progress_requests(etcd_cluster: Cluster) -> None:
+    store = Etcd3Store(GrpcKVClient(_urls(etcd_cluster)), bookmark_interval=0.1)
+    try:
+        assert not await store.client.progress_supported()  # Debian's etcd is 3.4.23
+        a = await store.create("/registry/configmaps/oldetcd/a", cm("a"))
+        w = await store.watch("/registry/configmaps/oldetcd", ListOptions(
+            resource_version=a["metadata"]["resourceVersion"], allow_watch_bookmarks=True))
+        with pytest.raises(StorageError):
+            await w.request_progress()  # type: ignore[attr-defined]
+        b = await store.create("/registry/configmaps/oldetcd/b", cm("b"))
+        ev = await asyncio.wait_for(w.__aiter__().__anext__(), 10)
+        assert ev.type == "ADDED" and ev.object == b
+        w.stop()
+    finally:
+        await store.close()
 
 
 async def test_failover_to_next_endpoint(raftstore_cluster: Cluster) -> None:
@@ -109,7 +130,8 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         s.bookmark_interval = 0.2
     else:
         cluster = request.getfixturevalue("raftstore_cluster")
-        s = Etcd3Store(GrpcKVClient(_urls(cluster)), bookmark_interval=0.2)
+        s = Etcd3Store(GrpcKVClient(_urls(cluster), trust_progress=True),
+                       bookmark_interval=0.2)
     yield s
     await s.close()
 
