@@ -17,11 +17,17 @@ from typing import TYPE_CHECKING, Final
 from apiserver import status
 from apiserver.admission.interface import Chain
 from apiserver.admission.namespace_lifecycle import NamespaceLifecycle
+from apiserver.registry.converting import ConvertingStore
 from apiserver.registry.generic import GenericStore, StoreConfig
 from apiserver.registry.interface import Context, GetOptions, Object, RESTStore, WriteOptions
 from apiserver.registry.scale import ScaleStore
 from apiserver.registry.strategies.configmaps import ConfigMapStrategy
-from apiserver.registry.strategies.events import EventStrategy
+from apiserver.registry.strategies.events import (
+    EventStrategy,
+    EventsV1Strategy,
+    from_core,
+    to_core,
+)
 from apiserver.registry.strategies.leases import LeaseStrategy
 from apiserver.registry.strategies.namespaces import NamespaceStrategy
 from apiserver.registry.strategies.secrets import SecretStrategy
@@ -47,7 +53,8 @@ SUB_VERBS: Final = ("get", "patch", "update")
 
 def _strategies() -> list[Strategy]:
     return [NamespaceStrategy(), ConfigMapStrategy(), SecretStrategy(),
-            ServiceAccountStrategy(), EventStrategy(), LeaseStrategy(), StatefulSetStrategy()]
+            ServiceAccountStrategy(), EventStrategy(), LeaseStrategy(), StatefulSetStrategy(),
+            EventsV1Strategy()]
 
 
 def storage_version_hash(group: str, version: str, kind: str) -> str:
@@ -106,11 +113,20 @@ def build_stores(storage_for: Callable[[ResourceInfo], Interface], *,
     config = StoreConfig(admission=chain, gates=dict(gates or {}))
     stores: dict[StoreKey, RESTStore] = {}
     namespaces: GenericStore | None = None
+    # storage per (key group, resource): a kind served in two groups shares one Interface
+    storages: dict[tuple[str, str], Interface] = {}
     for s in _strategies():
         info = _main_info(s)
-        storage = storage_for(info)
+        skey = (s.group if s.storage_group is None else s.storage_group, s.resource)
+        storage = storages.get(skey)
+        if storage is None:
+            storage = storages[skey] = storage_for(info)
         main = GenericStore(info, s, storage, config)
-        stores[(s.group, s.version, s.resource)] = main
+        if isinstance(s, EventsV1Strategy):
+            stores[(s.group, s.version, s.resource)] = ConvertingStore(main, to_core,
+                                                                       from_core)
+        else:
+            stores[(s.group, s.version, s.resource)] = main
         if s.resource == "namespaces":
             namespaces = main
         for sub in _subresources(s):

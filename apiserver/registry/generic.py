@@ -96,12 +96,17 @@ class GenericStore:
     def group(self) -> str:
         return self.strategy.group
 
+    @property
+    def key_group(self) -> str:
+        sg = self.strategy.storage_group
+        return self.strategy.group if sg is None else sg
+
     def new_list_kind(self) -> str:
         return self.strategy.kind + "List"
 
     def key(self, ctx: Context, name: str) -> str:
         ns = self.namespace_of(ctx)
-        return keys.object_key(self.group, self.resource, ns, name)
+        return keys.object_key(self.key_group, self.resource, ns, name)
 
     def namespace_of(self, ctx: Context) -> str:
         if not self.strategy.namespaced:
@@ -112,8 +117,8 @@ class GenericStore:
 
     def prefix(self, ctx: Context) -> str:
         if self.strategy.namespaced and ctx.namespace:
-            return keys.namespace_prefix(self.group, self.resource, ctx.namespace)
-        return keys.resource_prefix(self.group, self.resource) + "/"
+            return keys.namespace_prefix(self.key_group, self.resource, ctx.namespace)
+        return keys.resource_prefix(self.key_group, self.resource) + "/"
 
     def decorate(self, obj: Object) -> Object:
         """A copy with kind and apiVersion set (the stored form may lack them)."""
@@ -269,8 +274,8 @@ class GenericStore:
             raise status.APIError(500, "", "resourceVersion should not be set on objects to "
                                             "be created")
         meta.pop("resourceVersion", None)
-        key = keys.object_key(self.group, self.resource, str(meta.get("namespace") or ""),
-                              name)
+        key = keys.object_key(self.key_group, self.resource,
+                              str(meta.get("namespace") or ""), name)
         if opts.dry_run:
             try:
                 existing = await self.storage.get(key, si.GetOptions(ignore_not_found=True))

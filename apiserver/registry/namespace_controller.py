@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from apiserver import status
 from apiserver.registry.catalog import SYSTEM_USER
+from apiserver.registry.converting import ConvertingStore
 from apiserver.registry.generic import now_rfc3339
 from apiserver.registry.interface import (
     Context,
@@ -71,8 +72,10 @@ class NamespaceController:
         self._ns = stores[NS_KEY]
         self._status = stores[("", "v1", "namespaces/status")]
         self._finalize = stores[("", "v1", "namespaces/finalize")]
+        # every namespaced resource once (a kind served in two groups shares its storage)
         self._content = [s for (g, ver, r), s in stores.items()
-                         if "/" not in r and s.info.namespaced]
+                         if "/" not in r and s.info.namespaced
+                         and not isinstance(s, ConvertingStore)]
         self._retry = retry_interval
         self._max_retry = max_retry_interval
         self._queue: asyncio.Queue[str] = asyncio.Queue()

@@ -31,6 +31,9 @@ GC_UNSUPPORTED = "Unsupported"
 
 class Strategy:
     group: ClassVar[str] = ""
+    # The group whose keys hold the objects when it differs from the served group
+    # (events.plat.io/v1 Events are stored with core v1 Events).
+    storage_group: ClassVar[str | None] = None
     version: ClassVar[str] = "v1"
     kind: ClassVar[str] = ""
     resource: ClassVar[str] = ""

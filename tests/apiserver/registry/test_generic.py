@@ -365,7 +365,51 @@ async def test_events(stores: Any) -> None:
     assert len(lst["items"]) == 1
     with pytest.raises(APIError) as e:
         await ev.create(ctx("ns1"), {"metadata": {"name": "e2"}, "involvedObject": {"namespace": "other"}, "type": "Bad"}, W)
-    assert [c["field"] for c in e.value.details["causes"]] == ["involvedObject.namespace", "type"]
+    assert [c["field"] for c in e.value.details["causes"]] == ["involvedObject.namespace"]
+    # an event about a cluster-scoped object lives in "" or "default" (old clients)
+    with pytest.raises(APIError) as e:
+        await ev.create(ctx("ns1"), {"metadata": {"name": "e3"}, "involvedObject": {"kind": "Node", "name": "n"}}, W)
+    assert e.value.details["causes"][0]["message"] == 'Invalid value: "": does not match event.namespace'
+    await ev.create(ctx("default"), {"metadata": {"name": "e3"}, "involvedObject": {"kind": "Node", "name": "n"}}, W)
+
+
+async def test_events_v1_api(stores: Any) -> None:
+    v1 = stores[("events.plat.io", "v1", "events")]
+    core = stores[("", "v1", "events")]
+    body = {"metadata": {"name": "n1"}, "eventTime": "2025-01-02T03:04:05.000000Z",
+            "reportingController": "example.com/ctl", "reportingInstance": "i-1", "action": "Act",
+            "reason": "Because", "type": "Normal", "note": "hello",
+            "regarding": {"kind": "Pod", "namespace": "ns1", "name": "p"}}
+    out = await v1.create(ctx("ns1"), body, W)
+    assert out["apiVersion"] == "events.plat.io/v1" and out["kind"] == "Event"
+    assert out["note"] == "hello" and out["regarding"]["name"] == "p"
+    assert "message" not in out and "involvedObject" not in out
+    c = await core.get(ctx("ns1"), "n1", GetOptions())
+    assert c["apiVersion"] == "v1" and c["message"] == "hello" and c["reportingComponent"] == "example.com/ctl"
+    assert c["involvedObject"]["name"] == "p"
+    lst = await v1.list(ctx("ns1"), ListOptions())
+    assert lst["kind"] == "EventList" and lst["apiVersion"] == "events.plat.io/v1"
+    assert lst["items"][0]["note"] == "hello"
+    with pytest.raises(APIError) as e:
+        await v1.create(ctx("ns1"), {"metadata": {"name": "n2"}, "type": "Other", "deprecatedCount": 3,
+                                     "regarding": {"namespace": "ns1"}}, W)
+    assert e.value.message == ('Event.events.plat.io "n2" is invalid: [eventTime: Required value, type: '
+                               'Invalid value: "": has invalid value: Other, deprecatedCount: Invalid value: "": '
+                               "needs to be unset]")
+    with pytest.raises(APIError) as e:
+        await v1.create(ctx("ns1"), dict(body, metadata={"name": "n3"}, reportingController=""), W)
+    assert {"reason": "FieldValueRequired", "message": "Required value", "field": "reportingController"} in e.value.details["causes"]
+    # series may change, the note may not
+    out, _ = await v1.update(ctx("ns1"), "n1", patch(lambda o: o.update(series={"count": 2, "lastObservedTime": "2025-01-02T03:05:05.000000Z"})), W)
+    assert out["series"]["count"] == 2
+    with pytest.raises(APIError) as e:
+        await v1.update(ctx("ns1"), "n1", patch(lambda o: o.update(note="changed")), W)
+    assert e.value.details["causes"][0]["field"] == "note"
+    res, now = await v1.delete(ctx("ns1"), "n1", DeleteOptions())
+    assert now and res["details"] == {"name": "n1", "group": "events.plat.io", "kind": "events", "uid": c["metadata"]["uid"]}
+    with pytest.raises(APIError) as e:
+        await v1.get(ctx("ns1"), "n1", GetOptions())
+    assert e.value.message == 'events.events.plat.io "n1" not found'
 
 
 async def test_concurrent_updates_conflict_free(stores: Any) -> None:
