@@ -71,6 +71,7 @@ class CommandLog:
 
     def __init__(self, data_dir: str, state: EtcdStateMachine, *, fsync: bool = True,
                  snapshot_entries: int = SNAPSHOT_ENTRIES) -> None:
+        created = not os.path.isdir(data_dir)
         os.makedirs(data_dir, exist_ok=True)
         self._dir = data_dir
         self._state = state
@@ -85,7 +86,14 @@ class CommandLog:
         self._snap_path = os.path.join(data_dir, "snapshot")
         self._index = self._load_snapshot()
         self._snap_index = self._index
-        self._journal = DurableJournal(os.path.join(data_dir, "journal"), fsync=fsync)
+        journal_path = os.path.join(data_dir, "journal")
+        fresh = not os.path.exists(journal_path)
+        self._journal = DurableJournal(journal_path, fsync=fsync)
+        if fsync and (fresh or created):
+            # A synced file is only durable once its directory entry is.
+            fsync_dir(data_dir)
+            if created:
+                fsync_dir(os.path.dirname(os.path.abspath(data_dir)))
         self._replay()
         self._pending: list[tuple[bytes, asyncio.Future[object]]] = []
         self._flusher: asyncio.Task[None] | None = None
