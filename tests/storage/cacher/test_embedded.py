@@ -151,3 +151,22 @@ async def test_initial_events_end_bookmark(backend: Interface, cacher: Cacher) -
     assert ev.object["metadata"]["annotations"] == {"plat.io/initial-events-end": "true"}
     assert int(ev.object["metadata"]["resourceVersion"]) == await backend.current_revision()
     w.stop()
+
+
+async def test_consistent_list_served_from_memory_via_progress(
+    backend: Interface, cacher: Cacher, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await cacher.create(key("a", "x"), cm("a", "x"))
+    await backend.create("/registry/secrets/a/s", cm("a", "s"))  # the store moves on elsewhere
+    calls: list[str] = []
+    real = backend.get_list
+
+    async def spy(k: str, opts: ListOptions) -> Any:
+        calls.append(k)
+        return await real(k, opts)
+
+    monkeypatch.setattr(backend, "get_list", spy)
+    res = await cacher.get_list(PREFIX, ListOptions())
+    assert [o["metadata"]["name"] for o in res.items] == ["x"]
+    assert res.resource_version == await backend.current_revision()
+    assert calls == []  # a progress request brought the cache up to date
