@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from apiserver.endpoints import fieldvalidation, serializers
-from apiserver.endpoints.negotiation import negotiate_input
+from apiserver.endpoints import fieldvalidation, protobuf, serializers
+from apiserver.endpoints.negotiation import INPUT_TYPES, negotiate_input, unsupported_media_type
 from apiserver.status import APIError, bad_request, too_large
 
 if TYPE_CHECKING:
@@ -90,12 +90,20 @@ async def decode_request_object(scope: Scope, directive: str) -> dict[str, Any]:
     """Read, decode and check the body of a create or update."""
     request = scope.request
     body = await read_body(request)
-    media = negotiate_input(request.headers.get("Content-Type", ""))
+    media = negotiate_input(request.headers.get("Content-Type", ""), allow_protobuf=True)
     track = directive != fieldvalidation.IGNORE
+    dups: list[str] = []
     try:
-        obj, dups = serializers.decode_object(body, media, track_duplicates=track)
+        if media in protobuf.MEDIA_TYPES:
+            obj = protobuf.decode(body)
+        else:
+            obj, dups = serializers.decode_object(body, media, track_duplicates=track)
     except serializers.DecodeError as e:
         raise decode_error(scope, str(e), body) from None
+    except protobuf.ProtobufError as e:
+        raise decode_error(scope, str(e), body) from None
+    except protobuf.UnknownKind:
+        raise unsupported_media_type(INPUT_TYPES) from None
     check_type_meta(scope, obj)
     meta = obj.get("metadata")
     if meta is None:

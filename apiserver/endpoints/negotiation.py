@@ -10,7 +10,8 @@ them are skipped, so a later fallback in the list still matches, and a list with
 serve is a 406.
 
 Input: ``Content-Type`` picks the body decoder; empty means JSON; parameters (charset) are
-ignored; anything else is a 415.
+ignored; protobuf is decoded for creates and updates of the kinds ``protobuf`` knows;
+anything else is a 415.
 """
 
 from __future__ import annotations
@@ -168,11 +169,15 @@ def media_type_of(content_type: str) -> str:
     return content_type.split(";", 1)[0].strip().lower()
 
 
-def negotiate_input(content_type: str) -> str:
-    """The body media type to decode with: JSON or YAML (415 for anything else)."""
+PROTOBUF_INPUT_TYPES: Final = frozenset({PROTOBUF, "application/vnd.kubernetes.protobuf"})
+
+
+def negotiate_input(content_type: str, *, allow_protobuf: bool = False) -> str:
+    """The body media type to decode with: JSON or YAML, and protobuf where the caller can
+    decode it (415 for anything else)."""
     media = media_type_of(content_type)
     if not media:
         return JSON
-    if media in INPUT_TYPES:
+    if media in INPUT_TYPES or (allow_protobuf and media in PROTOBUF_INPUT_TYPES):
         return media
     raise unsupported_media_type(INPUT_TYPES)
