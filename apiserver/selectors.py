@@ -429,14 +429,15 @@ def core_unsupported(label: str) -> str:
 
 def parse_field_selector(s: str, fields: Mapping[str, FieldGetter],
                          unsupported: Callable[[str], str] = core_unsupported,
+                         common: Mapping[str, FieldGetter] = COMMON_FIELDS,
                          ) -> FieldSelector:
-    """Parse and bind to the kind's supported fields (``fields``: label -> getter; the common
-    metadata.name / metadata.namespace are always supported). Raises SelectorError with
+    """Parse and bind to the kind's supported fields (``fields``: label -> getter, plus
+    ``common``: metadata.name / metadata.namespace by default). Raises SelectorError with
     ``unsupported(label)`` for another field."""
     reqs = parse_field_requirements(s)
     getters: list[FieldGetter] = []
     for r in reqs:
-        get = fields.get(r.field) or COMMON_FIELDS.get(r.field)
+        get = fields.get(r.field) or common.get(r.field)
         if get is None:
             raise SelectorError(unsupported(r.field))
         getters.append(get)
@@ -445,11 +446,12 @@ def parse_field_selector(s: str, fields: Mapping[str, FieldGetter],
 
 def compile_matcher(label_selector: str, field_selector: str,
                     fields: Mapping[str, FieldGetter],
-                    unsupported: Callable[[str], str] = core_unsupported) -> Matcher | None:
+                    unsupported: Callable[[str], str] = core_unsupported,
+                    common: Mapping[str, FieldGetter] = COMMON_FIELDS) -> Matcher | None:
     """One callable for both selectors; None when neither restricts anything."""
     ls = parse_label_selector(label_selector) if label_selector else None
-    fs = (parse_field_selector(field_selector, fields, unsupported) if field_selector
-          else None)
+    fs = (parse_field_selector(field_selector, fields, unsupported, common)
+          if field_selector else None)
     if ls is not None and ls.empty:
         ls = None
     if fs is not None and fs.empty:

@@ -157,7 +157,8 @@ class GenericStore:
         try:
             match = selectors.compile_matcher(opts.label_selector, opts.field_selector,
                                               self.strategy.field_getters,
-                                              self.strategy.field_label_error)
+                                              self.strategy.field_label_error,
+                                              self.strategy.common_fields)
         except selectors.SelectorError as e:
             raise status.bad_request(str(e)) from None
         if match is None:

@@ -51,8 +51,9 @@ class Strategy:
     tracks_generation: ClassVar[bool] = False
     # The main resource keeps the stored .status on update (a status sub-resource exists).
     has_status: ClassVar[bool] = False
-    # Field selectors beyond metadata.name / metadata.namespace.
+    # Field selectors beyond ``common_fields``.
     field_getters: ClassVar[Mapping[str, FieldGetter]] = {}
+    common_fields: ClassVar[Mapping[str, FieldGetter]] = selectors.COMMON_FIELDS
     # Which endpoint this strategy serves: "" main resource, "status", "finalize".
     subresource: ClassVar[str] = ""
 

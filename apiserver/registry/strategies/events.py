@@ -132,6 +132,15 @@ class EventsV1Strategy(EventStrategy):
     group = "events.plat.io"
     storage_group = ""
     allow_create_on_update = True
+    # upstream's events.k8s.io/v1 field labels, evaluated on the stored core form
+    field_getters = {
+        **{f"regarding.{f}": selectors.path_getter(f"involvedObject.{f}")
+           for f in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion",
+                     "fieldPath")},
+        "reason": selectors.path_getter("reason"),
+        "reportingController": selectors.path_getter("reportingComponent"),
+        "type": selectors.path_getter("type"),
+    }
 
     def validate(self, obj: Object) -> list[Cause]:
         causes = legacy_validate(obj)

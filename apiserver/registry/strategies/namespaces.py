@@ -41,6 +41,7 @@ class NamespaceStrategy(Strategy):
     return_deleted_object = True
     gc_policy = GC_UNSUPPORTED
     field_getters = {"status.phase": selectors.path_getter("status.phase")}
+    common_fields = {"metadata.name": selectors.COMMON_FIELDS["metadata.name"]}
 
     def field_label_error(self, label: str) -> str:
         return selectors.core_unsupported(label)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from apiserver import selectors
 from apiserver.registry import validation as v
 from apiserver.registry.strategy import Object, Strategy, as_list
 
@@ -17,9 +16,6 @@ class ServiceAccountStrategy(Strategy):
     resource = "serviceaccounts"
     singular = "serviceaccount"
     short_names = ("sa",)
-
-    def field_label_error(self, label: str) -> str:
-        return selectors.core_unsupported(label)
 
     def validate(self, obj: Object) -> list[Cause]:
         causes: list[Cause] = []

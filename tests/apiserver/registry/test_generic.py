@@ -387,7 +387,7 @@ async def test_events_v1_api(stores: Any) -> None:
     c = await core.get(ctx("ns1"), "n1", GetOptions())
     assert c["apiVersion"] == "v1" and c["message"] == "hello" and c["reportingComponent"] == "example.com/ctl"
     assert c["involvedObject"]["name"] == "p"
-    lst = await v1.list(ctx("ns1"), ListOptions())
+    lst = await v1.list(ctx("ns1"), ListOptions(field_selector="regarding.name=p,reportingController=example.com/ctl"))
     assert lst["kind"] == "EventList" and lst["apiVersion"] == "events.plat.io/v1"
     assert lst["items"][0]["note"] == "hello"
     with pytest.raises(APIError) as e:

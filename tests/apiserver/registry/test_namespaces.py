@@ -48,6 +48,9 @@ async def test_namespace_create_defaults(stores: Any) -> None:
     assert out["status"] == {"phase": "Active"} and out["spec"]["finalizers"] == ["platform"]
     lst = await stores[NS].list(ctx(), ListOptions(field_selector="status.phase=Active,metadata.name=ns1"))
     assert len(lst["items"]) == 1
+    with pytest.raises(APIError) as e:
+        await stores[NS].list(ctx(), ListOptions(field_selector="metadata.namespace=x"))
+    assert e.value.message == "field label not supported: metadata.namespace"
 
 
 async def test_lifecycle_admission(stores: Any) -> None:
