@@ -21,6 +21,7 @@ from apiserver.endpoints.fieldvalidation import warning_header
 from apiserver.endpoints.negotiation import TABLE
 from apiserver.endpoints.params import list_options
 from apiserver.endpoints.response import transform_watch_object
+from apiserver.status import APIError
 
 if TYPE_CHECKING:
     from apiserver.endpoints.response import Scope
@@ -78,6 +79,10 @@ async def handle(scope: Scope) -> web.StreamResponse:
             try:
                 item = fut.result()
             except StopAsyncIteration:
+                break
+            except APIError as err:
+                # Headers are sent: a failure now can only be an ERROR event (upstream).
+                await resp.write(serializers.encode_watch_event("ERROR", err.body()))
                 break
             await resp.write(_frame(scope, item, first))
             if item.type in ("ADDED", "MODIFIED", "DELETED"):

@@ -40,7 +40,7 @@ def _matches(obj: Object, opts: ListOptions) -> bool:
 
 class MemWatch:
     def __init__(self, store: MemStore, ctx: Context, opts: ListOptions) -> None:
-        self.queue: asyncio.Queue[WatchItem | None] = asyncio.Queue()
+        self.queue: asyncio.Queue[Any] = asyncio.Queue()
         self.store, self.ctx, self.opts = store, ctx, opts
         self.stopped = False
 
@@ -57,6 +57,8 @@ class MemWatch:
             item = await self.queue.get()
             if item is None:
                 return
+            if isinstance(item, Exception):
+                raise item
             yield item
 
     def __aiter__(self) -> AsyncIterator[WatchItem]:
@@ -112,6 +114,9 @@ class MemStore:
         if opts.resource_version == "1":
             w.offer(WatchItem(type="ERROR", object=gone("too old resource version: 1 (5)").body()))
             w.queue.put_nowait(None)
+            return w
+        if opts.resource_version == "99":  # fails after the stream started
+            w.queue.put_nowait(gone("the watch cache was reset"))
             return w
         if opts.resource_version in ("", "0"):
             for (ns, _), o in sorted(self.objects.items()):

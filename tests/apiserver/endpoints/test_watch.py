@@ -96,3 +96,10 @@ async def test_named_watch(client) -> None:
     resp = await client.get(f"{CM}/b?watch=1&timeoutSeconds=1")
     lines = (await asyncio.wait_for(resp.read(), 10)).splitlines()
     assert [orjson.loads(x)["object"]["metadata"]["name"] for x in lines] == ["b"]
+
+
+async def test_watch_failure_mid_stream_is_an_error_event(client) -> None:
+    resp = await client.get(f"{CM}?watch=1&resourceVersion=99")
+    assert resp.status == 200
+    (event,) = [orjson.loads(x) for x in (await asyncio.wait_for(resp.read(), 10)).splitlines()]
+    assert event["type"] == "ERROR" and event["object"]["code"] == 410
