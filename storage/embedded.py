@@ -35,11 +35,18 @@ from raftstore.api.pb import rpc_pb2 as pb
 from raftstore.applier import EtcdStateMachine, encode_compact, encode_txn, is_txn_readonly
 from raftstore.errors import COMPACTED as ETCD_COMPACTED
 from raftstore.errors import FUTURE_REV as ETCD_FUTURE_REV
-from raftstore.errors import EtcdError
+from raftstore.errors import MAX_REQUEST_BYTES, REQUEST_TOO_LARGE, EtcdError
 from raftstore.journal import DurableJournal, fsync_dir
 from raftstore.mvcc.kvstore import KVStore
 from raftstore.mvcc.types import CompactedError, Event, FutureRevError, MVCCError
-from storage.etcd3.kvclient import COMPACTED, FUTURE, OTHER, UNAVAILABLE, KVError
+from storage.etcd3.kvclient import (
+    COMPACTED,
+    FUTURE,
+    OTHER,
+    TOO_LARGE_REQUEST,
+    UNAVAILABLE,
+    KVError,
+)
 from storage.etcd3.store import Etcd3Store
 
 log = logging.getLogger(__name__)
@@ -325,6 +332,9 @@ class LocalKVClient:
         self.commands = commands
 
     async def _propose(self, command: bytes) -> Any:
+        if len(command) > MAX_REQUEST_BYTES:
+            # The same limit as over gRPC (etcd's --max-request-bytes), so backends agree.
+            raise KVError(TOO_LARGE_REQUEST, REQUEST_TOO_LARGE.message)
         result = await self.commands.propose(command)
         if isinstance(result, BaseException):
             raise _kv_error(result)

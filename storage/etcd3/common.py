@@ -8,7 +8,7 @@ from typing import Final
 import orjson
 
 from storage.errors import Code, StorageError
-from storage.etcd3.kvclient import COMPACTED, FUTURE, UNAVAILABLE, KVError
+from storage.etcd3.kvclient import COMPACTED, FUTURE, TOO_LARGE_REQUEST, UNAVAILABLE, KVError
 from storage.interface import Object, Preconditions
 
 MAX_LIMIT: Final = 10_000  # upstream maxLimit: the largest page size paging grows to
@@ -84,6 +84,9 @@ def storage_error(err: KVError, key: str = "") -> StorageError:
         return StorageError(Code.RESOURCE_EXPIRED, EXPIRED_LIST, key=key)
     if err.kind == UNAVAILABLE:
         return StorageError(Code.UNREACHABLE, f"etcd unreachable: {err.message}", key=key)
+    if err.kind == TOO_LARGE_REQUEST:
+        # An object the store cannot hold is bad input (400), never a 500.
+        return StorageError(Code.INVALID, err.message, key=key)
     if err.kind == FUTURE:
         return StorageError(Code.TOO_LARGE_RESOURCE_VERSION, err.message, key=key,
                             retry_after_seconds=1)

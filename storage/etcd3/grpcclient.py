@@ -21,7 +21,14 @@ import grpc
 
 from raftstore.api.pb import rpc_pb2 as pb
 from raftstore.api.pb import rpc_pb2_grpc
-from storage.etcd3.kvclient import COMPACTED, FUTURE, OTHER, UNAVAILABLE, KVError
+from storage.etcd3.kvclient import (
+    COMPACTED,
+    FUTURE,
+    OTHER,
+    TOO_LARGE_REQUEST,
+    UNAVAILABLE,
+    KVError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +84,10 @@ def to_kv_error(exc: grpc.aio.AioRpcError) -> KVError:
         return KVError(COMPACTED, message)
     if code == grpc.StatusCode.OUT_OF_RANGE and "future revision" in message:
         return KVError(FUTURE, message)
+    if code == grpc.StatusCode.INVALID_ARGUMENT and "request is too large" in message:
+        return KVError(TOO_LARGE_REQUEST, message)
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED:  # over gRPC's own message size limit
+        return KVError(TOO_LARGE_REQUEST, "etcdserver: request is too large")
     if code in _RETRY_CODES:
         return KVError(UNAVAILABLE, message)
     return KVError(OTHER, message)

@@ -8,7 +8,8 @@ boundary, so the two backends cannot drift.
 Errors: every method raises ``KVError`` (and nothing else) for store failures, with ``kind``
 one of ``COMPACTED`` (a revision older than the compaction; ``compact_revision`` set when
 known), ``FUTURE`` (a revision the store has not reached), ``UNAVAILABLE`` (no member
-answered in time) or ``OTHER``.
+answered in time), ``TOO_LARGE_REQUEST`` (a write over etcd's request size limit) or
+``OTHER``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 COMPACTED: Final = "compacted"
 FUTURE: Final = "future"
 UNAVAILABLE: Final = "unavailable"
+TOO_LARGE_REQUEST: Final = "request_too_large"  # etcd --max-request-bytes (1.5 MiB)
 OTHER: Final = "other"
 
 

@@ -358,6 +358,20 @@ async def case_namespace_isolation(h: Harness) -> None:
     assert await h.store.count(h.prefix) == 3
 
 
+async def case_too_large_object(h: Harness) -> None:
+    """An object over the store's request limit (etcd: 1.5 MiB) is bad input: INVALID."""
+    big = "x" * (1_600_000)
+    await _raises(Code.INVALID, h.put("ns1", "big", data={"k": big}))
+    small = await h.put("ns1", "small")
+
+    async def grow(o: Object | None) -> Object:
+        assert o is not None
+        return dict(o, data={"k": big})
+
+    await _raises(Code.INVALID, h.store.guaranteed_update(h.key("ns1", "small"), grow))
+    assert await h.store.get(h.key("ns1", "small"), GetOptions()) == small
+
+
 CRUD_CASES: dict[str, Callable[[Harness], Awaitable[None]]] = {
     "create": case_create,
     "get": case_get,
@@ -369,5 +383,6 @@ CRUD_CASES: dict[str, Callable[[Harness], Awaitable[None]]] = {
     "guaranteed_update": case_guaranteed_update,
     "delete": case_delete,
     "namespace_isolation": case_namespace_isolation,
+    "too_large_object": case_too_large_object,
 }
 ALL_CASES: dict[str, Callable[[Harness], Awaitable[None]]] = {**CRUD_CASES, **WATCH_CASES}
