@@ -136,17 +136,13 @@ def gc_finalizers(store: GenericStore, finalizers: list[str],
 async def delete(store: GenericStore, ctx: Context, name: str,
                  opts: DeleteOptions) -> tuple[Object, bool]:
     key = store.key(ctx, name)
-    if opts.ignore_store_read_error and not store.config.gates.get(UNSAFE_DELETE_GATE, False):
-        raise status.invalid("DeleteOptions", "meta.plat.io", "", [{
-            "reason": "FieldValueForbidden",
-            "message": f"Forbidden: cannot be set if {UNSAFE_DELETE_GATE} feature gate is "
-                       "disabled",
-            "field": "ignoreStoreReadErrorWithClusterBreakingPotential"}])
+    # upstream's handler drops the option while the gate is off
+    unsafe = opts.ignore_store_read_error and store.config.gates.get(UNSAFE_DELETE_GATE, False)
     await store.config.admission.admit(store.attrs(ctx, DELETE, None, None, name, opts.dry_run))
     try:
         existing = await store.storage.get(key, si.GetOptions())
     except StorageError as e:
-        if e.code is Code.INVALID_OBJ and opts.ignore_store_read_error:
+        if e.code is Code.INVALID_OBJ and unsafe:
             return await _unsafe_delete(store, key, name, opts)
         raise store.storage_error(e, name) from None
     if existing is None:

@@ -289,12 +289,16 @@ async def test_unsafe_delete(memstores: Any, memstore: Any) -> None:
 
 
 async def test_unsafe_delete_gate_off(memstore: Any) -> None:
-    from apiserver.registry.catalog import build_stores
+    from apiserver.registry.catalog import build_stores, ensure_system_namespaces
     st = build_stores(lambda info: memstore)
+    await ensure_system_namespaces(st)
+    await st[CM].create(ctx("default"), {"metadata": {"name": "bad"}}, W)
+    memstore.corrupt.add("/registry/configmaps/default/bad")
+    # the option is dropped while the gate is off (upstream's handler does so)
     with pytest.raises(APIError) as e:
-        await st[CM].delete(ctx("ns1"), "x", DeleteOptions(ignore_store_read_error=True))
-    assert e.value.code == 422
-    assert "AllowUnsafeMalformedObjectDeletion" in e.value.message
+        await st[CM].delete(ctx("default"), "bad", DeleteOptions(ignore_store_read_error=True))
+    assert e.value.code == 409
+    assert "/registry/configmaps/default/bad" in memstore.data
 
 
 async def test_watch(stores: Any) -> None:
