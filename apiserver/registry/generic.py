@@ -231,7 +231,8 @@ class GenericStore:
                         raise
                     last = e
             assert last is not None
-            raise server_timeout(self.strategy.kind, self.group, "POST")
+            raise generate_name_conflict(self.resource, self.group,
+                                         str((last.details or {}).get("name", "")))
         return await self._create_once(ctx, obj, opts)
 
     def fill_namespace(self, ctx: Context, meta: dict[str, Any]) -> None:
@@ -348,15 +349,17 @@ class GenericStore:
         return [meta.get("name", ""), meta.get("creationTimestamp")]
 
 
-def server_timeout(kind: str, group: str, operation: str) -> status.APIError:
-    """Upstream NewServerTimeoutForKind (generateName retries exhausted)."""
-    qk = f"{kind}.{group}" if group else kind
-    return status.APIError(
-        500, "ServerTimeout",
-        f"The {operation} operation against {qk} could not be completed at this time, please "
-        "try again.", details={"name": operation, "group": group, "kind": kind,
-                               "retryAfterSeconds": 0} if group else
-        {"name": operation, "kind": kind})
+def generate_name_conflict(resource: str, group: str, name: str) -> status.APIError:
+    """Upstream NewGenerateNameConflict: every generated name collided."""
+    qr = status.qualified_resource(resource, group)
+    details: dict[str, Any] = {"name": name}
+    if group:
+        details["group"] = group
+    details["kind"] = resource
+    details["retryAfterSeconds"] = 1
+    return status.APIError(409, "AlreadyExists",
+                           f'{qr} "{name}" already exists, the server was not able to generate '
+                           "a unique name for the object", details=details)
 
 
 class _WatchStream:

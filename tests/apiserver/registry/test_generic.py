@@ -107,7 +107,9 @@ async def test_generate_name_and_collisions(stores: Any, monkeypatch: pytest.Mon
     monkeypatch.setattr(generic, "generate_name", lambda base: "web-aaaaa")
     with pytest.raises(APIError) as e:
         await cm.create(ctx("ns1"), {"metadata": {"generateName": "web-"}}, W)
-    assert e.value.code == 500 and e.value.reason == "ServerTimeout"
+    assert e.value.code == 409 and e.value.reason == "AlreadyExists"
+    assert e.value.message == ('configmaps "web-aaaaa" already exists, the server was not able to '
+                               "generate a unique name for the object")
 
 
 async def test_update_rules(stores: Any, storage: Any) -> None:
