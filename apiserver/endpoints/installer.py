@@ -54,6 +54,7 @@ HANDLERS: Final[dict[str, Handler]] = {
 }
 ITEM_VERBS: Final = frozenset({"get", "update", "patch", "delete"})
 COLLECTION_VERBS: Final = frozenset({"list", "watch", "create", "deletecollection"})
+SUBRESOURCE_VERBS: Final = ITEM_VERBS | {"create"}
 # Verbs served on a namespaced resource's path without a namespace.
 ALL_NAMESPACES_VERBS: Final = frozenset({"list", "watch"})
 
@@ -75,6 +76,8 @@ def _route(info: RequestInfo, store: RESTStore) -> Handler:
     verb = info.verb
     on_item = bool(info.name)
     path_verbs = ITEM_VERBS if on_item else COLLECTION_VERBS
+    if info.subresource:
+        path_verbs = SUBRESOURCE_VERBS  # POST .../pods/x/eviction, .../serviceaccounts/x/token
     if ri.namespaced and not info.namespace:
         # Only list/watch across namespaces exist without a namespace segment.
         if on_item:

@@ -30,7 +30,12 @@ def make_stores() -> dict[tuple[str, str, str], Any]:
     ssr = MemStore(ResourceInfo(group="authentication.plat.io", version="v1",
                                 resource="selfsubjectreviews", kind="SelfSubjectReview",
                                 namespaced=False, verbs=("create",)))
+    token = MemStore(ResourceInfo(group="", version="v1", resource="serviceaccounts",
+                                  kind="ServiceAccount", namespaced=True, subresource="token",
+                                  verbs=("create",), sub_kind_group="authentication.plat.io",
+                                  sub_kind_version="v1", sub_kind="TokenRequest"))
     return {
+        ("", "v1", "serviceaccounts/token"): token,
         ("", "v1", "configmaps"): cm,
         ("", "v1", "namespaces"): ns,
         ("", "v1", "namespaces/status"): ns_status,

@@ -107,3 +107,16 @@ async def test_subresources(client, stores) -> None:
     assert r.status == 200
     assert (await r.json())["status"] == {"replicas": 1}
     assert stores[("apps", "v1", "statefulsets/status")].calls[-1][0] == "update"
+
+
+async def test_create_on_subresource(client, stores) -> None:
+    path = "/api/v1/namespaces/ns1/serviceaccounts/bot/token"
+    r = await client.post(path, json={"apiVersion": "authentication.plat.io/v1",
+                                      "kind": "TokenRequest", "metadata": {"name": "bot"},
+                                      "spec": {"audiences": ["x"]}})
+    assert r.status == 201, await r.text()
+    assert stores[("", "v1", "serviceaccounts/token")].calls[-1][0] == "create"
+    r = await client.post(path, json={"apiVersion": "v1", "kind": "ServiceAccount"})
+    assert r.status == 400
+    r = await client.get(path)
+    assert r.status == 405
