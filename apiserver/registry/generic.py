@@ -276,6 +276,7 @@ class GenericStore:
             raise status.APIError(500, "", "resourceVersion should not be set on objects to "
                                             "be created")
         meta.pop("resourceVersion", None)
+        obj["apiVersion"] = self.strategy.storage_group_version
         key = keys.object_key(self.key_group, self.resource,
                               str(meta.get("namespace") or ""), name)
         if opts.dry_run:
@@ -285,7 +286,7 @@ class GenericStore:
                 raise self.storage_error(e, name) from None
             if existing is not None:
                 raise status.already_exists(self.resource, self.group, name)
-            return obj
+            return self.decorate(obj)
         try:
             out = await self.storage.create(key, obj)
         except StorageError as e:

@@ -81,10 +81,11 @@ async def update(store: GenericStore, ctx: Context, name: str, transform: Transf
             await store.config.admission.validate(
                 store.attrs(ctx, CREATE, obj, None, name, opts.dry_run))
             created = True
+            obj["apiVersion"] = strategy.storage_group_version
             return obj
         created = False
         old = copy.deepcopy(current)
-        obj = copy.deepcopy(await transform(copy.deepcopy(current)))
+        obj = copy.deepcopy(await transform(store.decorate(copy.deepcopy(current))))
         if not isinstance(obj, dict):
             raise status.bad_request(f"the body of the request must be a {strategy.kind} "
                                      "object")
@@ -108,6 +109,7 @@ async def update(store: GenericStore, ctx: Context, name: str, transform: Transf
         await store.config.admission.validate(
             store.attrs(ctx, UPDATE, obj, old, name, opts.dry_run))
         obj["metadata"]["resourceVersion"] = stored_rv
+        obj["apiVersion"] = strategy.storage_group_version
         if should_delete_during_update(store, obj, old):
             raise _DeleteInstead(obj)
         return obj

@@ -61,6 +61,12 @@ class Strategy:
     def group_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
+    @property
+    def storage_group_version(self) -> str:
+        """The apiVersion objects carry in the store."""
+        g = self.group if self.storage_group is None else self.storage_group
+        return f"{g}/{self.version}" if g else self.version
+
     def field_label_error(self, label: str) -> str:
         """The message for an unsupported field selector label."""
         return selectors.default_unsupported(label)
