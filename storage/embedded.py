@@ -28,6 +28,7 @@ import logging
 import os
 import struct
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any, BinaryIO, Final
 
 from raftstore.api.convert import event_to_pb
@@ -38,7 +39,14 @@ from raftstore.errors import FUTURE_REV as ETCD_FUTURE_REV
 from raftstore.errors import MAX_REQUEST_BYTES, REQUEST_TOO_LARGE, EtcdError
 from raftstore.journal import DurableJournal, fsync_dir
 from raftstore.mvcc.kvstore import KVStore
-from raftstore.mvcc.types import CompactedError, Event, FutureRevError, MVCCError
+from raftstore.mvcc.types import (
+    CompactedError,
+    Event,
+    FutureRevError,
+    KeyValue,
+    MVCCError,
+    RangeOptions,
+)
 from storage.etcd3.kvclient import (
     COMPACTED,
     FUTURE,
@@ -46,6 +54,7 @@ from storage.etcd3.kvclient import (
     TOO_LARGE_REQUEST,
     UNAVAILABLE,
     KVError,
+    RangeReply,
 )
 from storage.etcd3.store import Etcd3Store
 
@@ -324,6 +333,21 @@ class LocalWatch:
         self._wake.set()
 
 
+@dataclass(slots=True)
+class LocalHeader:
+    revision: int
+
+
+@dataclass(slots=True, kw_only=True)
+class LocalRange:
+    """``RangeReply`` in process."""
+
+    kvs: list[KeyValue]
+    more: bool
+    count: int
+    header: LocalHeader
+
+
 class LocalKVClient:
     """``KVClient`` over an in-process ``EtcdStateMachine`` and its ``CommandLog``."""
 
@@ -340,11 +364,28 @@ class LocalKVClient:
             raise _kv_error(result)
         return result
 
-    async def range(self, req: pb.RangeRequest) -> pb.RangeResponse:
+    async def range(self, req: pb.RangeRequest) -> RangeReply:
+        if req.sort_order or req.sort_target or req.keys_only or req.min_mod_revision \
+                or req.max_mod_revision or req.min_create_revision or req.max_create_revision:
+            try:
+                return self.state.range(req)  # the general path (the store never asks it)
+            except MVCCError as exc:
+                raise _kv_error(exc) from None
+        # The store's ranges, without building protobuf messages: MVCC KeyValues have the
+        # attributes the store reads (etcd's Range: one extra key tells whether more remain).
+        limit = req.limit
+        opts = RangeOptions(limit=limit + 1 if limit > 0 else 0, rev=max(req.revision, 0),
+                            count_only=req.count_only)
         try:
-            return self.state.range(req)
+            with self.state.lock:
+                rr = self.state.store.range(req.key, req.range_end or None, opts)
         except MVCCError as exc:
             raise _kv_error(exc) from None
+        kvs = rr.kvs
+        more = 0 < limit < len(kvs)
+        if more:
+            kvs = kvs[:limit]
+        return LocalRange(kvs=kvs, more=more, count=rr.count, header=LocalHeader(rr.rev))
 
     async def txn(self, req: pb.TxnRequest) -> pb.TxnResponse:
         if is_txn_readonly(req):

@@ -14,7 +14,7 @@ answered in time), ``TOO_LARGE_REQUEST`` (a write over etcd's request size limit
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Final, Protocol
 
 if TYPE_CHECKING:
@@ -38,6 +38,40 @@ class KVError(Exception):
         return f"KVError({self.kind}, {self.message!r})"
 
 
+class KeyValueLike(Protocol):
+    """etcd's mvccpb.KeyValue as the store reads it (the protobuf message, or raftstore's
+    MVCC KeyValue in process)."""
+
+    @property
+    def key(self) -> bytes: ...
+    @property
+    def value(self) -> bytes: ...
+    @property
+    def create_revision(self) -> int: ...
+    @property
+    def mod_revision(self) -> int: ...
+    @property
+    def version(self) -> int: ...
+
+
+class HeaderLike(Protocol):
+    @property
+    def revision(self) -> int: ...
+
+
+class RangeReply(Protocol):
+    """etcd's RangeResponse as the store reads it."""
+
+    @property
+    def kvs(self) -> Sequence[KeyValueLike]: ...
+    @property
+    def more(self) -> bool: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def header(self) -> HeaderLike: ...
+
+
 class KVWatch(Protocol):
     """One etcd watch. Iterating yields its WatchResponses after the ``created`` one (which
     ``KVClient.watch`` consumed): events, progress notifications (no events, not canceled)
@@ -59,7 +93,7 @@ class KVWatch(Protocol):
 
 
 class KVClient(Protocol):
-    async def range(self, req: pb.RangeRequest) -> pb.RangeResponse:
+    async def range(self, req: pb.RangeRequest) -> RangeReply:
         """etcd Range (linearizable unless ``req.serializable``). Raises KVError."""
 
     async def txn(self, req: pb.TxnRequest) -> pb.TxnResponse:

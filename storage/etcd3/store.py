@@ -41,7 +41,7 @@ from storage.etcd3.watcher import start_watch
 from storage.metrics import ETCD_REQUEST_DURATION
 
 if TYPE_CHECKING:
-    from storage.etcd3.kvclient import KVClient
+    from storage.etcd3.kvclient import KVClient, RangeReply
     from storage.interface import (
         GetOptions,
         ListOptions,
@@ -98,7 +98,7 @@ class Etcd3Store:
 
     # -- plumbing ---------------------------------------------------------------------
 
-    async def _range(self, op: str, key: str, req: pb.RangeRequest) -> pb.RangeResponse:
+    async def _range(self, op: str, key: str, req: pb.RangeRequest) -> RangeReply:
         start = time.perf_counter()
         try:
             return await self.client.range(req)
