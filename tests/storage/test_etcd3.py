@@ -211,3 +211,40 @@ async def test_request_metrics(tmp_path: Path) -> None:
         assert ETCD_REQUEST_DURATION.labels("create", "widgets.example.io")._sum.get() >= before
     finally:
         await s.close()
+
+
+@pytest.mark.slow
+async def test_member_killed_under_a_watch(cluster_factory: object) -> None:
+    """The member serving a watch dies: the watch ends without an ERROR (nothing skipped),
+    writes move to another member, and a re-watch from the last revision sees every change."""
+    cluster = cluster_factory("raftstore", nodes=3)  # type: ignore[operator]
+    store = Etcd3Store(GrpcKVClient(_urls(cluster)))
+    try:
+        a = await store.create("/registry/configmaps/kill/a", cm("a"))
+        w = await store.watch("/registry/configmaps/kill",
+                              ListOptions(resource_version=a["metadata"]["resourceVersion"]))
+        it = w.__aiter__()
+        b = await store.create("/registry/configmaps/kill/b", cm("b"))
+        ev = await asyncio.wait_for(it.__anext__(), 10)
+        assert ev.object == b
+        await asyncio.to_thread(cluster.kill, 0)  # the preferred endpoint: the watch's member
+        with pytest.raises(StopAsyncIteration):
+            while True:  # ends; never an ERROR
+                ev = await asyncio.wait_for(it.__anext__(), 30)
+                assert ev.type != "ERROR"
+        c = None
+        for _ in range(100):  # the survivors may need an election first
+            try:
+                c = await store.create("/registry/configmaps/kill/c", cm("c"))
+                break
+            except StorageError as err:
+                assert err.code is Code.UNREACHABLE
+                await asyncio.sleep(0.2)
+        assert c is not None
+        w2 = await store.watch("/registry/configmaps/kill",
+                               ListOptions(resource_version=b["metadata"]["resourceVersion"]))
+        ev = await asyncio.wait_for(w2.__aiter__().__anext__(), 10)
+        assert ev.object == c
+        w2.stop()
+    finally:
+        await store.close()
