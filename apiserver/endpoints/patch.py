@@ -18,7 +18,7 @@ from apiserver.endpoints.body import apply_field_validation, read_body
 from apiserver.endpoints.negotiation import media_type_of, unsupported_media_type
 from apiserver.endpoints.params import write_options
 from apiserver.endpoints.response import write_object
-from apiserver.endpoints.serializers import decode_patch_json
+from apiserver.endpoints.serializers import decode_patch_json, depth_exceeds
 from apiserver.endpoints.update import check_name
 from apiserver.status import APIError, bad_request, not_found, too_large
 
@@ -103,6 +103,8 @@ async def handle(scope: Scope) -> web.StreamResponse:
                 raise _patch_failed() from None
         else:
             doc = merge_patch(doc, orjson.loads(orjson.dumps(merge)))
+        if depth_exceeds(doc):
+            raise _patch_failed()
         if not isinstance(doc, dict):
             raise bad_request(f"the object provided is unrecognized (must be of type "
                               f"{scope.kind}): couldn't get version/kind; json parse error: "

@@ -26,6 +26,14 @@ from apiserver.status import bad_request
 GZIP_THRESHOLD: Final = 128 * 1024
 GZIP_LEVEL: Final = 1
 
+# orjson serializes at most 254 levels; deeper bodies are refused at the door so that every
+# stored object can be written back out.
+MAX_DEPTH: Final = 200
+# A YAML document may expand (through aliases) to at most one value per body byte, or
+# _MAX_NODES_FLOOR values for small bodies (upstream's YAML decoder refuses "excessive
+# aliasing" likewise).
+_MAX_NODES_FLOOR: Final = 100_000
+
 # Go's message for a body whose top level is not an object.
 _TYPE_META_STRUCT: Final = (
     'struct { APIVersion string "json:\\"apiVersion,omitempty\\""; '
@@ -77,6 +85,8 @@ def _decode_json(body: bytes, track_duplicates: bool) -> tuple[Any, list[str]]:
         value = json.loads(text, object_pairs_hook=hook)
     except (UnicodeDecodeError, ValueError) as e:
         raise DecodeError(str(e)) from None
+    except RecursionError:
+        raise DecodeError("exceeded max depth") from None
     if not dup_by_id:
         return value, []
     return value, _duplicate_paths(value, {i: d for i, (_, d) in dup_by_id.items()})
@@ -142,11 +152,15 @@ def _json_key(key: Any) -> str:
     raise DecodeError(f"error converting YAML to JSON: unsupported map key of type {type(key)}")
 
 
-def _to_json_value(value: Any) -> Any:
+def _to_json_value(value: Any, budget: list[int]) -> Any:
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise DecodeError("error converting YAML to JSON: yaml: document contains excessive "
+                          "aliasing")
     if isinstance(value, dict):
-        return {_json_key(k): _to_json_value(v) for k, v in value.items()}
+        return {_json_key(k): _to_json_value(v, budget) for k, v in value.items()}
     if isinstance(value, list):
-        return [_to_json_value(v) for v in value]
+        return [_to_json_value(v, budget) for v in value]
     if isinstance(value, float) and not math.isfinite(value):
         raise DecodeError("error converting YAML to JSON: json: unsupported value: "
                           f"{value}")
@@ -160,19 +174,40 @@ def _decode_yaml(body: bytes) -> tuple[Any, list[str]]:
     loader = _Loader(body)
     try:
         value = loader.get_single_data()
+        converted = _to_json_value(value, [max(_MAX_NODES_FLOOR, len(body))])
     except yaml.YAMLError as e:
         raise DecodeError(f"error converting YAML to JSON: yaml: {e}") from None
+    except RecursionError:
+        raise DecodeError("error converting YAML to JSON: exceeded max depth") from None
     finally:
         loader.dispose()
-    return _to_json_value(value), list(loader.duplicates)
+    return converted, list(loader.duplicates)
+
+
+def depth_exceeds(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether ``value`` nests objects/arrays deeper than ``limit`` (iterative)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values() if isinstance(v, dict | list))
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node if isinstance(v, dict | list))
+    return False
 
 
 def decode(body: bytes, media_type: str, *, track_duplicates: bool = True
            ) -> tuple[Any, list[str]]:
     """Parse ``body`` (JSON or YAML) into JSON values; returns (value, duplicate paths)."""
     if media_type == YAML:
-        return _decode_yaml(body)
-    return _decode_json(body, track_duplicates)
+        value, dups = _decode_yaml(body)
+    else:
+        value, dups = _decode_json(body, track_duplicates)
+    if depth_exceeds(value):
+        raise DecodeError("exceeded max depth")
+    return value, dups
 
 
 def decode_object(body: bytes, media_type: str, *, track_duplicates: bool = True
@@ -208,9 +243,12 @@ def summarize(body: bytes, max_length: int = 30) -> str:
 
 def decode_patch_json(body: bytes) -> Any:
     try:
-        return orjson.loads(body)
+        value = orjson.loads(body)
     except orjson.JSONDecodeError as e:
         raise bad_request(f"error decoding patch: {e}") from None
+    if depth_exceeds(value):
+        raise bad_request("error decoding patch: exceeded max depth")
+    return value
 
 
 # ---- encoding ------------------------------------------------------------------------------

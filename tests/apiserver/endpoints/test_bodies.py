@@ -146,3 +146,25 @@ async def test_field_validation_yaml_duplicates(client) -> None:
                           headers={"Content-Type": "application/yaml"})
     assert r.status == 400
     assert 'duplicate field "a"' in (await r.json())["message"]
+
+
+async def test_hostile_bodies_are_400(client) -> None:
+    deep = b'{"metadata":{"name":"d"},"data":' + b"[" * 5000 + b"]" * 5000 + b"}"
+    for directive in ("Warn", "Ignore"):
+        r = await client.post(f"{CM}?fieldValidation={directive}", data=deep,
+                              headers={"Content-Type": "application/json"})
+        assert r.status == 400, directive
+    nested = b'{"metadata":{"name":"d"},"x":' + b"[" * 300 + b"]" * 300 + b"}"
+    r = await client.post(CM, data=nested, headers={"Content-Type": "application/json"})
+    assert r.status == 400 and "exceeded max depth" in (await r.json())["message"]
+    laughs = b"a: &a [x,x,x,x,x,x,x,x,x]\n" + b"".join(
+        b"%c: &%c [*%c,*%c,*%c,*%c,*%c,*%c,*%c,*%c,*%c]\n" % ((98 + i, 98 + i) + (97 + i,) * 9)
+        for i in range(8))
+    r = await client.post(CM, data=laughs, headers={"Content-Type": "application/yaml"})
+    assert r.status == 400 and "excessive aliasing" in (await r.json())["message"]
+    r = await client.post(CM, data=b"a: " + b"[" * 5000, headers={"Content-Type": "application/yaml"})
+    assert r.status == 400
+    await create_cm(client, "p")
+    r = await client.patch(f"{CM}/p", data=b'{"data":' + b'{"a":' * 300 + b"1" + b"}" * 301,
+                           headers={"Content-Type": "application/merge-patch+json"})
+    assert r.status == 400
