@@ -7,7 +7,8 @@ through ``CommandLog``.
 Durability (``CommandLog``): a write is an etcd command (raftstore/applier.py's msgpack
 envelope) appended to ``<data_dir>/journal`` (raftstore/journal.py: length, CRC, index) and
 fdatasynced *before* it is applied and acknowledged. Writes that arrive while a sync is in
-flight share the next one (group commit). Every ``SNAPSHOT_ENTRIES`` commands the state is
+flight share the next one (group commit). Once the journal holds ``SNAPSHOT_ENTRIES``
+commands and is as big as the last snapshot (or 256 MiB), the state is
 captured (a cheap copy-on-write view), written to ``<data_dir>/snapshot`` in a thread
 (temporary file, fsync, rename, fsync of the directory), and the journal entries it covers are
 dropped. Start-up loads the snapshot and replays the journal entries after its index; a torn
@@ -60,8 +61,8 @@ from storage.etcd3.store import Etcd3Store
 
 log = logging.getLogger(__name__)
 
-SNAPSHOT_ENTRIES: Final = 20_000  # commands between snapshots
-SNAPSHOT_BYTES: Final = 64 * 1024 * 1024  # or journal bytes between snapshots
+SNAPSHOT_ENTRIES: Final = 10_000  # at least this many commands between snapshots
+SNAPSHOT_BYTES: Final = 256 * 1024 * 1024  # a journal this big always gets a snapshot
 MAX_PENDING: Final = 10_000  # queued responses per watch before it is cancelled as slow
 _SNAP_MAGIC: Final = b"PLATSNP1"
 _SNAP_HEAD: Final = struct.Struct("<8sQ")  # magic, journal index covered
@@ -102,6 +103,7 @@ class CommandLog:
         self._snap_path = os.path.join(data_dir, "snapshot")
         self._index = self._load_snapshot()
         self._snap_index = self._index
+        self._snap_bytes = self._snapshot_size()
         journal_path = os.path.join(data_dir, "journal")
         fresh = not os.path.exists(journal_path)
         self._journal = DurableJournal(journal_path, fsync=fsync)
@@ -131,6 +133,12 @@ class CommandLog:
             raise RuntimeError(f"{self._snap_path}: not a snapshot of this store")
         self._state.restore(data[_SNAP_HEAD.size:])
         return int(index)
+
+    def _snapshot_size(self) -> int:
+        try:
+            return os.path.getsize(self._snap_path)
+        except FileNotFoundError:
+            return 0
 
     def _replay(self) -> None:
         replayed = 0
@@ -190,8 +198,12 @@ class CommandLog:
     def _maybe_snapshot(self) -> None:
         if self._snapshotting is not None and not self._snapshotting.done():
             return
-        if (self._index - self._snap_index < self._snapshot_entries
-                and self._journal.byte_size < SNAPSHOT_BYTES):
+        # Snapshot once the journal is both long (entries) and at least as big as the last
+        # snapshot: replay stays cheap and snapshot writes stay within ~2x the write traffic
+        # however large the state grows.
+        if self._index - self._snap_index < self._snapshot_entries:
+            return
+        if self._journal.byte_size < min(self._snap_bytes, SNAPSHOT_BYTES):
             return
         writer = self._state.snapshot_writer()
         self._snapshotting = asyncio.get_running_loop().create_task(
@@ -205,6 +217,7 @@ class CommandLog:
             log.exception("embedded store: snapshot failed (the journal keeps everything)")
             return
         self._snap_index = index
+        self._snap_bytes = self._snapshot_size()
         self._truncate_to = index
         self._kick()
 
@@ -234,12 +247,13 @@ class CommandLog:
         if self._closed:
             return
         self._closed = True
-        if self._flusher is not None:
-            await self._flusher
-        if self._snapshotting is not None:
-            await self._snapshotting
-            if self._truncate_to:
-                await self._truncate()
+        # A finishing snapshot starts one more flush (the journal cut): wait until idle.
+        while True:
+            tasks = (self._flusher, self._snapshotting)
+            busy = [t for t in tasks if t is not None and not t.done()]
+            if not busy:
+                break
+            await asyncio.gather(*busy, return_exceptions=True)
         self._journal._destroy()
         os.close(self._lock_fd)
 
