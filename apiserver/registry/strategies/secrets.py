@@ -10,6 +10,7 @@ from apiserver import selectors
 from apiserver.registry import validation as v
 from apiserver.registry.strategies.configmaps import (
     MAX_SIZE,
+    decode_base64_map,
     immutable_causes,
     validate_data_map,
 )
@@ -42,6 +43,7 @@ class SecretStrategy(Strategy):
         if not obj.get("type"):
             obj["type"] = "Opaque"
         # stringData is write-only: merged into data (base64), overriding keys of data
+        decode_base64_map(obj.get("data"), self.kind)
         string_data = obj.pop("stringData", None)
         if isinstance(string_data, dict) and string_data:
             data = obj.get("data")
@@ -51,7 +53,8 @@ class SecretStrategy(Strategy):
                 data[k] = base64.b64encode(str(val).encode()).decode()
 
     def validate(self, obj: Object) -> list[Cause]:
-        causes, size = validate_data_map(obj.get("data"), "data", binary=True)
+        causes, _ = validate_data_map(obj.get("data"), "data", binary=True)
+        size = decode_base64_map(obj.get("data"), self.kind)
         if size > MAX_SIZE:
             causes.append(v.too_long("data", MAX_SIZE))
         stype = obj.get("type") or "Opaque"

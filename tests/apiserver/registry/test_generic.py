@@ -444,3 +444,23 @@ async def test_non_object_bodies_are_bad_requests(stores: Any) -> None:
     with pytest.raises(APIError) as e:
         await cm.create(ctx("ns1"), {"metadata": {"name": 5, "labels": "x"}}, W)
     assert e.value.code == 422
+
+
+def test_go_base64_offsets() -> None:
+    from apiserver.registry.strategies.configmaps import base64_error_offset as off
+    assert off("aGk=") is None and off("") is None and off("aGVsbG8=\n") is None
+    assert off("abc") == 0
+    assert off("ab$d") == 2
+    assert off("abcd=") == 4
+    assert off("ab=c") == 2
+    assert off("ab==x") == 4
+
+
+async def test_base64_data_is_a_decode_error(stores: Any) -> None:
+    with pytest.raises(APIError) as e:
+        await stores[("", "v1", "secrets")].create(ctx("ns1"), {"metadata": {"name": "s"}, "data": {"a": "no!"}}, W)
+    assert e.value.code == 400
+    assert e.value.message == 'Secret in version "v1" cannot be handled as a Secret: illegal base64 data at input byte 2'
+    with pytest.raises(APIError) as e:
+        await stores[CM].create(ctx("ns1"), {"metadata": {"name": "c"}, "binaryData": {"a": "aGk$"}}, W)
+    assert e.value.message == 'ConfigMap in version "v1" cannot be handled as a ConfigMap: illegal base64 data at input byte 3'
