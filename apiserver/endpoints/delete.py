@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from apiserver.endpoints import serializers
 from apiserver.endpoints.body import read_body
 from apiserver.endpoints.negotiation import negotiate_input
-from apiserver.endpoints.params import delete_options
+from apiserver.endpoints.params import UNSAFE_DELETE_GATE, delete_options
 from apiserver.endpoints.response import write_object
 from apiserver.status import bad_request
 
@@ -42,7 +42,8 @@ async def options_body(scope: Scope) -> dict[str, Any] | None:
 
 async def handle(scope: Scope) -> web.StreamResponse:
     body = await options_body(scope)
-    opts = delete_options(scope.request.query, body)
+    opts = delete_options(scope.request.query, body,
+                          unsafe_delete_gate=scope.gates.get(UNSAFE_DELETE_GATE, False))
     result, deleted_now = await scope.store.delete(scope.ctx, scope.info.name, opts)
     status = 200
     # Upstream: 202 only when the object is still there and the client asked explicitly

@@ -102,8 +102,10 @@ def _output_for(request: web.Request, verb: str) -> OutputType:
 class ResourceHandler:
     """The aiohttp handler for every resource path."""
 
-    def __init__(self, stores: Mapping[StoreKey, RESTStore]) -> None:
+    def __init__(self, stores: Mapping[StoreKey, RESTStore],
+                 gates: Mapping[str, bool] | None = None) -> None:
         self._stores = dict(stores)
+        self._gates = dict(gates or {})
 
     def store_for(self, info: RequestInfo) -> RESTStore | None:
         path = f"{info.resource}/{info.subresource}" if info.subresource else info.resource
@@ -121,7 +123,8 @@ class ResourceHandler:
             output = _output_for(request, info.verb)
             ctx = Context(namespace=info.namespace if store.info.namespaced else "",
                           user=user_of(request), info=info)
-            scope = Scope(request=request, info=info, store=store, ctx=ctx, output=output)
+            scope = Scope(request=request, info=info, store=store, ctx=ctx, output=output,
+                          gates=self._gates)
             return await handler(scope)
         except APIError as err:
             return write_error(request, err, output=_error_output(request, output),
@@ -140,10 +143,12 @@ def _error_output(request: web.Request, output: OutputType | None) -> OutputType
     return OutputType(media_type=out.media_type, pretty=out.pretty)
 
 
-def install(app: web.Application, stores: Mapping[StoreKey, RESTStore]) -> ResourceHandler:
+def install(app: web.Application, stores: Mapping[StoreKey, RESTStore], *,
+            gates: Mapping[str, bool] | None = None) -> ResourceHandler:
     """Route ``/api/v1/...`` and ``/apis/{group}/{version}/...`` (all methods) to the stores,
-    keyed by (group, version, "resource" or "resource/subresource")."""
-    handler = ResourceHandler(stores)
+    keyed by (group, version, "resource" or "resource/subresource"). ``gates``: feature gates
+    the handlers consult (AllowUnsafeMalformedObjectDeletion; default off as in v1.33)."""
+    handler = ResourceHandler(stores, gates)
     app.router.add_route("*", "/api/v1/{tail:.+}", handler.handle)
     app.router.add_route("*", "/apis/{group}/{version}/{tail:.+}", handler.handle)
     return handler

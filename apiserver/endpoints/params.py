@@ -313,11 +313,18 @@ def _delete_query_fields(query: Query) -> dict[str, Any]:
     return out
 
 
-def delete_options(query: Query, body: Mapping[str, Any] | None, *, collection: bool = False
-                   ) -> DeleteOptions:
+UNSAFE_DELETE_GATE: Final = "AllowUnsafeMalformedObjectDeletion"
+
+
+def delete_options(query: Query, body: Mapping[str, Any] | None, *, collection: bool = False,
+                   unsafe_delete_gate: bool = False) -> DeleteOptions:
     """DeleteOptions from the body when there is one, else from the query (as upstream: a
-    body replaces the query form entirely), validated as upstream ValidateDeleteOptions."""
+    body replaces the query form entirely), validated as upstream ValidateDeleteOptions.
+    While the AllowUnsafeMalformedObjectDeletion gate is off the unsafe option is dropped
+    before validation, as upstream's handler does."""
     f = _delete_body_fields(body) if body is not None else _delete_query_fields(query)
+    if not unsafe_delete_gate:
+        f.pop(IGNORE_READ_ERROR, None)
     causes: list[dict[str, str]] = []
     policy = f.get("propagationPolicy")
     if f.get("orphanDependents") is not None and policy is not None:

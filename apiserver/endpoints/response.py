@@ -8,6 +8,7 @@ bodies are gzip-compressed when the client accepts it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from aiohttp import web
@@ -47,11 +48,13 @@ def is_pretty(request: web.Request, output: OutputType) -> bool:
 class Scope:
     """Per-request state shared by the verb handlers."""
 
-    __slots__ = ("ctx", "info", "output", "request", "store", "warnings")
+    __slots__ = ("ctx", "gates", "info", "output", "request", "store", "warnings")
 
     def __init__(self, *, request: web.Request, info: RequestInfo, store: RESTStore,
-                 ctx: Context, output: OutputType) -> None:
+                 ctx: Context, output: OutputType,
+                 gates: Mapping[str, bool] | None = None) -> None:
         self.request = request
+        self.gates: Mapping[str, bool] = gates or {}
         self.info = info
         self.store = store
         self.ctx = ctx

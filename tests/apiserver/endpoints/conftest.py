@@ -53,7 +53,7 @@ def stores() -> dict[tuple[str, str, str], Any]:
 @pytest.fixture
 async def client(stores: dict[tuple[str, str, str], Any]) -> AsyncIterator[TestClient[Any, Any]]:
     app = web.Application(middlewares=[error_middleware])
-    install(app, stores)
+    install(app, stores, gates={"AllowUnsafeMalformedObjectDeletion": True})
     async with TestClient(TestServer(app)) as c:
         yield c
 

@@ -102,3 +102,20 @@ async def test_deletecollection(client, stores) -> None:
     assert opts.dry_run and list_opts.label_selector == "t=1"
     r = await client.delete(f"{CM}?resourceVersionMatch=Exact")
     assert r.status == 422
+
+
+async def test_unsafe_delete_dropped_while_gate_off(stores) -> None:
+    from aiohttp import web
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from apiserver.endpoints import install
+
+    app = web.Application()
+    install(app, stores)  # gates default: AllowUnsafeMalformedObjectDeletion off
+    async with TestClient(TestServer(app)) as c:
+        await create_cm(c, "a")
+        r = await c.delete(f"{CM}/a?ignoreStoreReadErrorWithClusterBreakingPotential=true"
+                           "&gracePeriodSeconds=0")
+        assert r.status == 200
+        opts = stores[("", "v1", "configmaps")].calls[-1][1]
+        assert not opts.ignore_store_read_error and opts.grace_period_seconds == 0
