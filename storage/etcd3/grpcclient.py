@@ -2,11 +2,11 @@
 
 One ``grpc.aio`` channel per endpoint of ``--etcd-servers``. Unary calls go to the preferred
 endpoint; on UNAVAILABLE (member down, no leader) or a deadline the next endpoint becomes the
-preferred one and the call is retried there, once per endpoint. A retried write is safe for
-the store: every write is a compare-and-swap on mod_revision, so a write that did land the
-first time fails its compare on the retry and the store re-reads (at worst a create that
-landed reports "exists"). Watches are one bidirectional stream each; a broken stream ends the
-watch (the storage watcher then ends and the client re-watches from its last revision).
+preferred one and a read is retried there, once per endpoint; a write is retried only when
+it never reached a server (see ``GrpcKVClient._call``), otherwise the caller sees
+UNREACHABLE, as with upstream's clientv3. Watches are one bidirectional stream each; a
+broken stream ends the watch (the storage watcher then ends and the client re-watches from
+its last revision).
 """
 
 from __future__ import annotations
@@ -91,6 +91,17 @@ def to_kv_error(exc: grpc.aio.AioRpcError) -> KVError:
     if code in _RETRY_CODES:
         return KVError(UNAVAILABLE, message)
     return KVError(OTHER, message)
+
+
+def never_sent(exc: grpc.aio.AioRpcError) -> bool:
+    """Whether a failed call certainly never reached a server (no connection could be made)."""
+    if exc.code() != grpc.StatusCode.UNAVAILABLE:
+        return False
+    details = (exc.details() or "").lower()
+    return any(m in details for m in (
+        "failed to connect", "connection refused", "dns resolution failed", "no connection",
+        "connect failed",
+    ))
 
 
 class _Endpoint:
@@ -198,7 +209,13 @@ class GrpcKVClient:
         self._closed = False
         self._progress_ok = trust_progress
 
-    async def _call(self, fn: Callable[[_Endpoint], Awaitable[T]]) -> T:
+    async def _call(self, fn: Callable[[_Endpoint], Awaitable[T]], *,
+                    mutation: bool = False) -> T:
+        """Run ``fn`` on the preferred endpoint, then the others. A read is retried on any
+        UNAVAILABLE / deadline; a write only when it never left this process (no
+        connection), since a write that timed out may still be applied, and applying a
+        guaranteed_update's function twice is not the same as once (clientv3 retries
+        mutations only in that case too)."""
         last: KVError | None = None
         n = len(self._endpoints)
         for attempt in range(n):
@@ -211,6 +228,10 @@ class GrpcKVClient:
                 if err.kind != UNAVAILABLE:
                     raise err from None
                 last = err
+                if mutation and not never_sent(exc):
+                    if self._preferred == i:
+                        self._preferred = (i + 1) % n
+                    raise err from None
                 if self._preferred == i:
                     self._preferred = (i + 1) % n
                 log.info("etcd endpoint %s unavailable: %s", ep.target, err.message)
@@ -226,13 +247,16 @@ class GrpcKVClient:
         return resp
 
     async def txn(self, req: pb.TxnRequest) -> pb.TxnResponse:
-        resp: pb.TxnResponse = await self._call(lambda ep: ep.kv.Txn(req, timeout=CALL_TIMEOUT))
+        resp: pb.TxnResponse = await self._call(
+            lambda ep: ep.kv.Txn(req, timeout=CALL_TIMEOUT), mutation=True
+        )
         return resp
 
     async def compact(self, revision: int) -> None:
         await self._call(
             lambda ep: ep.kv.Compact(pb.CompactionRequest(revision=revision),
-                                     timeout=CALL_TIMEOUT)
+                                     timeout=CALL_TIMEOUT),
+            mutation=True,
         )
         self._known_compacted = max(self._known_compacted, revision)
 
