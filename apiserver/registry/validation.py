@@ -268,6 +268,39 @@ def validate_finalizers(finalizers: Any, field: str) -> list[Cause]:
     return causes
 
 
+def validate_owner_references(refs: Any, field: str) -> list[Cause]:
+    """Upstream ValidateOwnerReferences (field paths without the index, as upstream)."""
+    if refs is None:
+        return []
+    if not isinstance(refs, list):
+        return [type_invalid(field, refs, "a list of owner references")]
+    causes: list[Cause] = []
+    first_controller = ""
+    for ref in refs:
+        if not isinstance(ref, dict):
+            causes.append(type_invalid(field, ref, "an owner reference"))
+            continue
+        api_version = str(ref.get("apiVersion") or "")
+        version = api_version.rsplit("/", 1)[-1]
+        if not version:
+            causes.append(invalid(f"{field}.apiVersion", api_version,
+                                  "version must not be empty"))
+        for f in ("kind", "name", "uid"):
+            if not ref.get(f):
+                causes.append(invalid(f"{field}.{f}", str(ref.get(f) or ""),
+                                      f"{f} must not be empty"))
+        if ref.get("controller") is True:
+            current = f"{ref.get('kind', '')}/{ref.get('name', '')}"
+            if first_controller:
+                causes.append(invalid(field, Raw("[]v1.OwnerReference{...}"),
+                                      'Only one reference can have Controller set to true. '
+                                      f'Found "true" in references for {first_controller} and '
+                                      f"{current}"))
+            else:
+                first_controller = current
+    return causes
+
+
 def validate_object_meta(meta: Mapping[str, Any], *, namespaced: bool,
                          name_validator: NameValidator) -> list[Cause]:
     """ValidateObjectMeta: name (or generateName), namespace, labels, annotations,
@@ -297,6 +330,8 @@ def validate_object_meta(meta: Mapping[str, Any], *, namespaced: bool,
         causes.append(forbidden("metadata.namespace", "not allowed on this type"))
     causes += validate_labels(meta.get("labels"), "metadata.labels")
     causes += validate_annotations(meta.get("annotations"), "metadata.annotations")
+    causes += validate_owner_references(meta.get("ownerReferences"),
+                                        "metadata.ownerReferences")
     causes += validate_finalizers(meta.get("finalizers"), "metadata.finalizers")
     gen_n = meta.get("generation")
     if isinstance(gen_n, int) and gen_n < 0:

@@ -464,3 +464,17 @@ async def test_base64_data_is_a_decode_error(stores: Any) -> None:
     with pytest.raises(APIError) as e:
         await stores[CM].create(ctx("ns1"), {"metadata": {"name": "c"}, "binaryData": {"a": "aGk$"}}, W)
     assert e.value.message == 'ConfigMap in version "v1" cannot be handled as a ConfigMap: illegal base64 data at input byte 3'
+
+
+async def test_owner_references_validation(stores: Any) -> None:
+    cm = stores[CM]
+    ok = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "w", "uid": "u1", "controller": True}
+    await cm.create(ctx("ns1"), {"metadata": {"name": "a", "ownerReferences": [ok]}}, W)
+    with pytest.raises(APIError) as e:
+        await cm.create(ctx("ns1"), {"metadata": {"name": "b", "ownerReferences": [
+            ok, dict(ok, name="x", uid="u2"), {"apiVersion": "", "kind": "K", "name": "n"}]}}, W)
+    msgs = [(c["field"], c["message"]) for c in e.value.details["causes"]]
+    assert ("metadata.ownerReferences", 'Invalid value: []v1.OwnerReference{...}: Only one reference can have '
+            'Controller set to true. Found "true" in references for StatefulSet/w and StatefulSet/x') in msgs
+    assert ("metadata.ownerReferences.apiVersion", 'Invalid value: "": version must not be empty') in msgs
+    assert ("metadata.ownerReferences.uid", 'Invalid value: "": uid must not be empty') in msgs
