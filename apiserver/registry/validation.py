@@ -96,6 +96,13 @@ def dns1123_subdomain_errors(value: str) -> list[str]:
     return errs
 
 
+def path_segment_errors(value: str) -> list[str]:
+    """Upstream IsPathSegmentName: what any name must be to fit in a URL path."""
+    if value in (".", ".."):
+        return [f"may not be '{value}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in value]
+
+
 def qualified_name_errors(value: str) -> list[str]:
     """Upstream IsQualifiedName (label keys, annotation keys, finalizer names)."""
     errs: list[str] = []

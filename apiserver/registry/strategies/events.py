@@ -122,6 +122,11 @@ class EventStrategy(Strategy):
     def field_label_error(self, label: str) -> str:
         return selectors.core_unsupported(label)
 
+    def name_errors(self, name: str) -> list[str]:
+        # core v1 Events skip ObjectMeta validation (backwards compatibility); only the
+        # generic path-segment rule applies
+        return v.path_segment_errors(name)
+
     def validate(self, obj: Object) -> list[Cause]:
         return legacy_validate(obj)
 
@@ -141,6 +146,9 @@ class EventsV1Strategy(EventStrategy):
         "reportingController": selectors.path_getter("reportingComponent"),
         "type": selectors.path_getter("type"),
     }
+
+    def name_errors(self, name: str) -> list[str]:
+        return v.dns1123_subdomain_errors(name)
 
     def validate(self, obj: Object) -> list[Cause]:
         causes = legacy_validate(obj)

@@ -377,6 +377,11 @@ async def test_events(stores: Any) -> None:
         await ev.create(ctx("ns1"), {"metadata": {"name": "e3"}, "involvedObject": {"kind": "Node", "name": "n"}}, W)
     assert e.value.details["causes"][0]["message"] == 'Invalid value: "": does not match event.namespace'
     await ev.create(ctx("default"), {"metadata": {"name": "e3"}, "involvedObject": {"kind": "Node", "name": "n"}}, W)
+    # core events only need URL-safe names
+    await ev.create(ctx("default"), {"metadata": {"name": "Node.Upper_case"}, "involvedObject": {"kind": "Node"}}, W)
+    with pytest.raises(APIError) as e:
+        await ev.create(ctx("default"), {"metadata": {"name": "a%b"}}, W)
+    assert e.value.message == 'Event "a%b" is invalid: metadata.name: Invalid value: "a%b": may not contain \'%\''
 
 
 async def test_events_v1_api(stores: Any) -> None:
