@@ -191,7 +191,7 @@ def duplicate(field: str, value: Any) -> Cause:
 
 def too_long(field: str, limit: int) -> Cause:
     return {"reason": "FieldValueTooLong",
-            "message": f"Too long: must have at most {limit} bytes", "field": field}
+            "message": f"Too long: may not be more than {limit} bytes", "field": field}
 
 
 def immutable(field: str, value: Any) -> Cause:

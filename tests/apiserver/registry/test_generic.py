@@ -483,3 +483,13 @@ async def test_owner_references_validation(stores: Any) -> None:
             'Controller set to true. Found "true" in references for StatefulSet/w and StatefulSet/x') in msgs
     assert ("metadata.ownerReferences.apiVersion", 'Invalid value: "": version must not be empty') in msgs
     assert ("metadata.ownerReferences.uid", 'Invalid value: "": uid must not be empty') in msgs
+
+
+async def test_size_limits(stores: Any) -> None:
+    with pytest.raises(APIError) as e:
+        await stores[CM].create(ctx("ns1"), {"metadata": {"name": "big", "annotations": {"a": "x" * 262144}}}, W)
+    assert e.value.message == 'ConfigMap "big" is invalid: metadata.annotations: Too long: may not be more than 262144 bytes'
+    with pytest.raises(APIError) as e:
+        await stores[CM].create(ctx("ns1"), {"metadata": {"name": "big"}, "data": {"a": "x" * (1024 * 1024 + 1)}}, W)
+    assert e.value.details["causes"] == [{"reason": "FieldValueTooLong", "field": "",
+                                          "message": "Too long: may not be more than 1048576 bytes"}]
