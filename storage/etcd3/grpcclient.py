@@ -124,6 +124,7 @@ class GrpcWatch:
         self._call = call
         self._closed = False
         self._first: pb.WatchResponse | None = None
+        self._write_lock = asyncio.Lock()  # grpc.aio allows one write at a time per stream
         self.created_revision = 0
 
     async def start(self, req: pb.WatchCreateRequest) -> None:
@@ -166,10 +167,13 @@ class GrpcWatch:
     async def request_progress(self) -> None:
         if self._closed:
             return
-        with contextlib.suppress(grpc.aio.AioRpcError, asyncio.InvalidStateError, RuntimeError):
-            await self._call.write(
-                pb.WatchRequest(progress_request=pb.WatchProgressRequest())
-            )
+        async with self._write_lock:
+            if self._closed:
+                return
+            with contextlib.suppress(grpc.aio.BaseError, asyncio.InvalidStateError, RuntimeError):
+                await self._call.write(
+                    pb.WatchRequest(progress_request=pb.WatchProgressRequest())
+                )
 
     def close(self) -> None:
         if not self._closed:
