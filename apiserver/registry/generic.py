@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import copy
 import datetime as dt
 import logging
 import random
@@ -33,6 +32,7 @@ from apiserver.registry.interface import (
     WatchItem,
     WriteOptions,
 )
+from apiserver.registry.treecopy import deep_copy
 from storage import interface as si
 from storage import keys
 from storage.errors import Code, StorageError
@@ -208,7 +208,7 @@ class GenericStore:
         if not isinstance(obj, dict):
             raise status.bad_request(f"the body of the request must be a {self.strategy.kind} "
                                      "object")
-        obj = copy.deepcopy(obj)
+        obj = deep_copy(obj)
         meta = obj.get("metadata")
         if meta is None:
             meta = obj["metadata"] = {}
@@ -223,7 +223,7 @@ class GenericStore:
         if meta.get("generateName") and not meta.get("name"):
             last: status.APIError | None = None
             for _ in range(MAX_NAME_GENERATION_ATTEMPTS):
-                attempt = copy.deepcopy(obj)
+                attempt = deep_copy(obj)
                 try:
                     return await self._create_once(ctx, attempt, opts)
                 except status.APIError as e:

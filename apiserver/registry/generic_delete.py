@@ -15,12 +15,12 @@ exists yet to act on them: such objects stay until a client removes the finalize
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any, Final
 
 from apiserver import status
 from apiserver.admission.interface import DELETE
 from apiserver.registry.strategy import GC_ORPHAN_DEPENDENTS, GC_UNSUPPORTED
+from apiserver.registry.treecopy import deep_copy
 from storage import interface as si
 from storage.errors import Code, StorageError
 
@@ -174,7 +174,7 @@ async def delete_existing(store: GenericStore, ctx: Context, name: str, key: str
     admission = store.config.admission
 
     async def validate_deletion(current: Object) -> None:
-        await admission.validate(store.attrs(ctx, DELETE, None, copy.deepcopy(current), name,
+        await admission.validate(store.attrs(ctx, DELETE, None, deep_copy(current), name,
                                              opts.dry_run))
 
     finalizers = list((existing.get("metadata") or {}).get("finalizers") or [])
@@ -187,7 +187,7 @@ async def delete_existing(store: GenericStore, ctx: Context, name: str, key: str
             assert current is not None
             check_preconditions(store, current, opts)
             await validate_deletion(current)
-            obj = copy.deepcopy(current)
+            obj = deep_copy(current)
             meta = obj["metadata"]
             cur_f = list(meta.get("finalizers") or [])
             changed, new_f = gc_finalizers(store, cur_f, opts)

@@ -11,12 +11,12 @@ the object is deleted instead (upstream ShouldDeleteDuringUpdate).
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any, Final
 
 from apiserver import status
 from apiserver.admission.interface import CREATE, UPDATE
 from apiserver.registry import validation as v
+from apiserver.registry.treecopy import deep_copy
 from storage import interface as si
 from storage.errors import Code, StorageError
 
@@ -60,7 +60,7 @@ async def update(store: GenericStore, ctx: Context, name: str, transform: Transf
             if not (strategy.allow_create_on_update or force_allow_create) \
                     or strategy.subresource:
                 raise status.not_found(store.resource, store.group, name)
-            obj = copy.deepcopy(await transform(None))
+            obj = deep_copy(await transform(None))
             if not isinstance(obj, dict):
                 raise status.bad_request(f"the body of the request must be a {strategy.kind} "
                                          "object")
@@ -84,8 +84,8 @@ async def update(store: GenericStore, ctx: Context, name: str, transform: Transf
             obj["apiVersion"] = strategy.storage_group_version
             return obj
         created = False
-        old = copy.deepcopy(current)
-        obj = copy.deepcopy(await transform(store.decorate(copy.deepcopy(current))))
+        old = deep_copy(current)
+        obj = deep_copy(await transform(store.decorate(deep_copy(current))))
         if not isinstance(obj, dict):
             raise status.bad_request(f"the body of the request must be a {strategy.kind} "
                                      "object")

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
@@ -35,6 +34,7 @@ from apiserver.registry.interface import (
     WriteOptions,
 )
 from apiserver.registry.strategies.namespaces import FINALIZER_PLATFORM
+from apiserver.registry.treecopy import deep_copy
 
 if TYPE_CHECKING:
     from apiserver.registry.interface import RESTStore
@@ -215,7 +215,7 @@ class NamespaceController:
         async def transform(current: Object | None) -> Object:
             if current is None:
                 raise status.not_found("namespaces", "", name)
-            obj = copy.deepcopy(current)
+            obj = deep_copy(current)
             st = obj.setdefault("status", {})
             old = {c.get("type"): c for c in st.get("conditions") or []}
             conds: list[dict[str, Any]] = []
@@ -240,7 +240,7 @@ class NamespaceController:
         async def transform(current: Object | None) -> Object:
             if current is None:
                 raise status.not_found("namespaces", "", name)
-            obj = copy.deepcopy(current)
+            obj = deep_copy(current)
             spec = obj.setdefault("spec", {})
             spec["finalizers"] = [f for f in spec.get("finalizers") or []
                                   if f != FINALIZER_PLATFORM]

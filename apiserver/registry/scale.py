@@ -6,7 +6,6 @@ and validation rules apply."""
 from __future__ import annotations
 
 import builtins
-import copy
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from apiserver import status
@@ -24,6 +23,7 @@ from apiserver.registry.interface import (
 )
 from apiserver.registry.strategies.statefulsets import selector_string
 from apiserver.registry.strategy import as_dict
+from apiserver.registry.treecopy import deep_copy
 
 if TYPE_CHECKING:
     from apiserver.registry.generic import GenericStore
@@ -95,7 +95,7 @@ class ScaleStore:
             if rv and rv != cur_rv:
                 from apiserver.registry.generic_update import OPTIMISTIC_LOCK_MSG
                 raise status.conflict(parent.resource, parent.group, name, OPTIMISTIC_LOCK_MSG)
-            out = copy.deepcopy(current)
+            out = deep_copy(current)
             out.setdefault("spec", {})["replicas"] = replicas
             return out
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from apiserver import selectors
 from apiserver.registry import validation as v
+from apiserver.registry.treecopy import deep_copy
 
 if TYPE_CHECKING:
     from apiserver.registry.validation import Cause
@@ -92,11 +93,11 @@ class Strategy:
                     new.pop(k)
             for k, val in old.items():
                 if k not in ("status", "metadata", "kind", "apiVersion"):
-                    new[k] = copy.deepcopy(val)
+                    new[k] = deep_copy(val)
             return
         if self.has_status:
             if "status" in old:
-                new["status"] = copy.deepcopy(old["status"])
+                new["status"] = deep_copy(old["status"])
             else:
                 new.pop("status", None)
         if self.tracks_generation and new.get("spec") != old.get("spec"):

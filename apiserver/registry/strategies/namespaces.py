@@ -10,13 +10,13 @@ through the ``finalize`` sub-resource, then deletes again, which removes it for 
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Final
 
 from apiserver import selectors, status
 from apiserver.admission.interface import DELETE
 from apiserver.registry import validation as v
 from apiserver.registry.strategy import GC_UNSUPPORTED, Object, Strategy, as_dict, as_list
+from apiserver.registry.treecopy import deep_copy
 from storage import interface as si
 from storage.errors import StorageError
 
@@ -69,9 +69,9 @@ class NamespaceStrategy(Strategy):
 
     def prepare_for_update(self, new: Object, old: Object) -> None:
         if self.subresource == "status":
-            new["spec"] = copy.deepcopy(old.get("spec") or {})
+            new["spec"] = deep_copy(old.get("spec") or {})
             return
-        new["status"] = copy.deepcopy(old.get("status") or {})
+        new["status"] = deep_copy(old.get("status") or {})
         if self.subresource == "finalize":
             return
         spec = new.get("spec")
@@ -81,7 +81,7 @@ class NamespaceStrategy(Strategy):
         if old_fins is None:
             spec.pop("finalizers", None)
         else:
-            spec["finalizers"] = copy.deepcopy(old_fins)
+            spec["finalizers"] = deep_copy(old_fins)
 
     def validate(self, obj: Object) -> list[Cause]:
         causes: list[Cause] = []
@@ -148,8 +148,8 @@ async def delete_namespace(store: GenericStore, ctx: Context, name: str, existin
         async def start_termination(current: Object | None) -> Object:
             assert current is not None
             await store.config.admission.validate(store.attrs(
-                ctx, DELETE, None, copy.deepcopy(current), name, opts.dry_run))
-            obj = copy.deepcopy(current)
+                ctx, DELETE, None, deep_copy(current), name, opts.dry_run))
+            obj = deep_copy(current)
             m = obj["metadata"]
             if not m.get("deletionTimestamp"):
                 m["deletionTimestamp"] = now_rfc3339()

@@ -9,12 +9,12 @@ imagePullPolicy by tag).
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any, Final
 
 from apiserver import selectors
 from apiserver.registry import validation as v
 from apiserver.registry.strategy import Object, Strategy, as_dict, as_list
+from apiserver.registry.treecopy import deep_copy
 
 if TYPE_CHECKING:
     from apiserver.registry.validation import Cause
@@ -265,7 +265,7 @@ class StatefulSetStrategy(Strategy):
                 causes.append(v.invalid("status.collisionCount", nc, "cannot be decremented"))
             return causes
         causes = self.validate(new)
-        ns = copy.deepcopy(as_dict(new.get("spec")))
+        ns = deep_copy(as_dict(new.get("spec")))
         os_ = as_dict(old.get("spec"))
         for f in UPDATABLE_SPEC:
             ns.pop(f, None)
