@@ -3,6 +3,7 @@ See ``storage.testing.conformance`` for how to run them."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 
 from storage.errors import Code, StorageError
@@ -155,6 +156,29 @@ async def case_watch_stop(h: Harness) -> None:
     await h.store.create(h.key("ns1", "after"), obj("ns1", "after"))
 
 
+async def case_watch_no_gaps(h: Harness) -> None:
+    """Concurrent writers: a watch sees every change exactly once, in revision order."""
+    start = await h.put("ns1", "start")
+    ev = await _watch(h, h.ns_prefix("ns1"), ListOptions(resource_version=str(rv(start))))
+
+    async def writer(i: int) -> list[int]:
+        o = await h.put("ns1", f"w{i:02d}")
+        out = [rv(o)]
+
+        async def upd(cur: Object | None) -> Object:
+            assert cur is not None
+            return dict(cur, data={"i": str(i)})
+
+        out.append(rv(await h.store.guaranteed_update(h.key("ns1", f"w{i:02d}"), upd)))
+        return out
+
+    written = sorted(r for rs in await asyncio.gather(*(writer(i) for i in range(20)))
+                     for r in rs)
+    got = await ev.take(len(written))
+    assert [rv(e.object) for e in got] == written
+    assert sorted(e.type for e in got) == ["ADDED"] * 20 + ["MODIFIED"] * 20
+
+
 async def case_watch_too_large(h: Harness) -> None:
     """A version the store has not reached (and does not reach within a few seconds): 504."""
     cur = await h.store.current_revision()
@@ -180,4 +204,5 @@ WATCH_CASES: dict[str, Callable[[Harness], Awaitable[None]]] = {
     "watch_initial_events_end": case_watch_initial_events_end,
     "watch_stop": case_watch_stop,
     "watch_too_large": case_watch_too_large,
+    "watch_no_gaps": case_watch_no_gaps,
 }
