@@ -5,7 +5,8 @@ choice where the wire cannot tell: gogo writes every non-pointer scalar field ev
 empty, and the schema data does not say which fields are pointers. An empty string or empty
 bytes value is dropped (nearly every such field is ``omitempty`` in Go), as is Go's zero time;
 zero numbers and ``false`` are kept, since for a pointer field (``replicas: 0``) they carry
-meaning. Unknown field numbers are skipped, as every protobuf reader does.
+meaning, except for the non-pointer ``omitempty`` fields listed in ``schema.OMITTED_ZEROS``.
+Unknown field numbers are skipped, as every protobuf reader does.
 
 Every malformed input raises ProtobufError: truncated varints or lengths, wrong wire types,
 invalid UTF-8, embedded JSON that does not parse; nothing else escapes.
@@ -288,6 +289,8 @@ def _message(msg: Message, buf: bytes, pos: int, end: int, depth: int) -> dict[s
             value, pos = _varint(buf, pos, end)
             if f.repeated:
                 out.setdefault(f.name, []).append(_int(value, f.kind))
+            elif value == 0 and f.omit_zero:
+                out.pop(f.name, None)
             else:
                 out[f.name] = _int(value, f.kind)
         else:

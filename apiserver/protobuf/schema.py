@@ -88,6 +88,57 @@ _INLINE: Final = frozenset({
     "deviceConfiguration",
 })
 
+# Non-pointer Go scalars tagged ``omitempty``: gogo writes them even when zero, and upstream's
+# JSON leaves a zero out. The schema data cannot tell a pointer (``replicas *int32``, whose 0
+# means something) from these, so the decoder keeps every zero except for the fields listed
+# here: the common kinds' fields, checked against upstream's Go types. Unlisted fields keep
+# their zero, which a Go reader treats alike anyway.
+OMITTED_ZEROS: Final[dict[str, frozenset[str]]] = {
+    f"plat.io.{name}": frozenset(fields.split()) for name, fields in {
+        "apimachinery.pkg.apis.meta.v1.ObjectMeta": "generation",
+        "apimachinery.pkg.apis.meta.v1.Status": "code",
+        "apimachinery.pkg.apis.meta.v1.StatusDetails": "retryAfterSeconds",
+        "apimachinery.pkg.apis.meta.v1.ListOptions": "watch allowWatchBookmarks limit",
+        "apimachinery.pkg.apis.meta.v1.Condition": "observedGeneration",
+        "api.core.v1.Container": "stdin stdinOnce tty",
+        "api.core.v1.EphemeralContainerCommon": "stdin stdinOnce tty",
+        "api.core.v1.ContainerPort": "hostPort",
+        "api.core.v1.VolumeMount": "readOnly",
+        "api.core.v1.PodSpec": "hostNetwork hostPID hostIPC",
+        "api.core.v1.Probe": "initialDelaySeconds timeoutSeconds periodSeconds "
+                             "successThreshold failureThreshold",
+        "api.core.v1.ServicePort": "nodePort",
+        "api.core.v1.ServiceSpec": "healthCheckNodePort publishNotReadyAddresses",
+        "api.core.v1.ContainerStateTerminated": "signal",
+        "api.core.v1.NodeSpec": "unschedulable",
+        "api.core.v1.PersistentVolumeClaimVolumeSource": "readOnly",
+        "api.core.v1.Event": "count",
+        "api.core.v1.EventSeries": "count",
+        "api.core.v1.ReplicationControllerSpec": "minReadySeconds",
+        "api.core.v1.ReplicationControllerStatus": "fullyLabeledReplicas readyReplicas "
+                                                   "availableReplicas observedGeneration",
+        "api.core.v1.PodLogOptions": "follow previous timestamps insecureSkipTLSVerifyBackend",
+        "api.core.v1.PodExecOptions": "stdin stdout stderr tty",
+        "api.core.v1.PodAttachOptions": "stdin stdout stderr tty",
+        "api.apps.v1.DeploymentSpec": "minReadySeconds paused",
+        "api.apps.v1.DeploymentStatus": "observedGeneration replicas updatedReplicas "
+                                        "readyReplicas availableReplicas unavailableReplicas",
+        "api.apps.v1.StatefulSetSpec": "minReadySeconds",
+        "api.apps.v1.StatefulSetStatus": "observedGeneration readyReplicas currentReplicas "
+                                         "updatedReplicas",
+        "api.apps.v1.ReplicaSetSpec": "minReadySeconds",
+        "api.apps.v1.ReplicaSetStatus": "fullyLabeledReplicas readyReplicas availableReplicas "
+                                        "observedGeneration",
+        "api.apps.v1.DaemonSetSpec": "minReadySeconds",
+        "api.apps.v1.DaemonSetStatus": "observedGeneration updatedNumberScheduled "
+                                       "numberAvailable numberUnavailable",
+        "api.batch.v1.JobStatus": "active succeeded failed",
+        "api.autoscaling.v1.ScaleSpec": "replicas",
+        "api.autoscaling.v2.HorizontalPodAutoscalerStatus": "currentReplicas",
+        "api.policy.v1.PodDisruptionBudgetStatus": "observedGeneration",
+    }.items()
+}
+
 WIRE_VARINT: Final = 0
 WIRE_FIXED64: Final = 1
 WIRE_LEN: Final = 2
@@ -111,6 +162,7 @@ class Field:
     message: str | None  # the message type of a MESSAGE field
     special: Special  # how the message type maps to JSON
     inline: bool
+    omit_zero: bool  # a non-pointer omitempty scalar: its zero is left out of the JSON form
     map: MapType | None
     wire: int  # the wire type this field is written with
     tag: bytes  # the encoded key (number << 3 | wire), written before each value
@@ -153,7 +205,7 @@ def _kind_of(type_name: str) -> tuple[Kind, str | None]:
     return Kind.MESSAGE, type_name
 
 
-def _build_field(raw: dict[str, Any]) -> Field:
+def _build_field(raw: dict[str, Any], omitted_zeros: frozenset[str]) -> Field:
     number = int(raw["number"])
     name = str(raw["name"])
     map_type: MapType | None = None
@@ -175,6 +227,7 @@ def _build_field(raw: dict[str, Any]) -> Field:
         repeated=bool(raw.get("repeated", False)), message=message,
         special=_special_of(message),
         inline=kind == Kind.MESSAGE and name in _INLINE and not raw.get("repeated"),
+        omit_zero=name in omitted_zeros and wire == WIRE_VARINT and not raw.get("repeated"),
         map=map_type, wire=wire, tag=_varint(number << 3 | wire),
     )
 
@@ -186,7 +239,8 @@ def messages() -> dict[str, Message]:
     data = json.loads(text)
     out: dict[str, Message] = {}
     for name, raw_fields in data["messages"].items():
-        fields = [_build_field(f) for f in raw_fields]
+        zeros = OMITTED_ZEROS.get(name, frozenset())
+        fields = [_build_field(f, zeros) for f in raw_fields]
         out[name] = Message(
             name=name, special=_special_of(name),
             by_number={f.number: f for f in fields},
