@@ -167,19 +167,33 @@ class GenericStore:
                             label_selector=opts.label_selector,
                             field_selector=opts.field_selector)
 
-    def storage_list_options(self, opts: ListOptions) -> si.ListOptions:
+    def storage_list_options(self, opts: ListOptions, recursive: bool = True) -> si.ListOptions:
         return si.ListOptions(
             resource_version=opts.resource_version,
             resource_version_match=opts.resource_version_match,
             limit=opts.limit, continue_token=opts.continue_token,
-            predicate=self.predicate(opts), recursive=True,
+            predicate=self.predicate(opts), recursive=recursive,
             allow_watch_bookmarks=opts.allow_watch_bookmarks,
             send_initial_events=opts.send_initial_events)
 
+    def list_key(self, ctx: Context, opts: ListOptions) -> tuple[str, bool]:
+        """(key, recursive): a field selector pinning metadata.name reads or watches that one
+        key (upstream SelectionPredicate.MatchesSingle), else the collection's prefix."""
+        if opts.field_selector and (ctx.namespace or not self.strategy.namespaced):
+            try:
+                reqs = selectors.parse_field_requirements(opts.field_selector)
+            except selectors.SelectorError:
+                reqs = []  # predicate() reports it
+            for r in reqs:
+                if r.field == "metadata.name" and r.op == "=" and r.value:
+                    return self.key(ctx, r.value), False
+        return self.prefix(ctx), True
+
     async def list(self, ctx: Context, opts: ListOptions) -> Object:
-        sopts = self.storage_list_options(opts)
+        key, recursive = self.list_key(ctx, opts)
+        sopts = self.storage_list_options(opts, recursive)
         try:
-            res = await self.storage.get_list(self.prefix(ctx), sopts)
+            res = await self.storage.get_list(key, sopts)
         except StorageError as e:
             raise self.storage_error(e) from None
         meta: dict[str, Any] = {"resourceVersion": str(res.resource_version)}
@@ -191,9 +205,10 @@ class GenericStore:
                 "metadata": meta, "items": [self.decorate(o) for o in res.items]}
 
     async def watch(self, ctx: Context, opts: ListOptions) -> _WatchStream:
-        sopts = self.storage_list_options(opts)
+        key, recursive = self.list_key(ctx, opts)
+        sopts = self.storage_list_options(opts, recursive)
         try:
-            watcher = await self.storage.watch(self.prefix(ctx), sopts)
+            watcher = await self.storage.watch(key, sopts)
         except StorageError as e:
             raise self.storage_error(e) from None
         timeout = opts.timeout_seconds

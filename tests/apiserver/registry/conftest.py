@@ -23,10 +23,16 @@ def memstore() -> MemStore:
     return MemStore()
 
 
-@pytest.fixture(params=["embedded", "memory"])
-async def storage(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
-    """The real embedded backend, and the in-memory stand-in (for corrupt-object tests)."""
-    if request.param == "memory":
+@pytest.fixture(params=["embedded", "cached", "memory"])
+def storage_mode(request: pytest.FixtureRequest) -> str:
+    """embedded: the real embedded backend; cached: the same behind one watch cache per
+    resource (as plat-server runs); memory: the in-memory stand-in."""
+    return str(request.param)
+
+
+@pytest.fixture
+async def storage(storage_mode: str, tmp_path: Path) -> AsyncIterator[Any]:
+    if storage_mode == "memory":
         yield MemStore()
         return
     from storage.factory import StorageConfig, open_storage
@@ -38,16 +44,40 @@ async def storage(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
         await store.close()
 
 
-async def make_stores(storage: Any) -> Any:
-    st = build_stores(lambda info: storage, gates={"AllowUnsafeMalformedObjectDeletion": True})
+async def make_stores(storage: Any, storage_for: Any = None) -> Any:
+    st = build_stores(storage_for or (lambda info: storage),
+                      gates={"AllowUnsafeMalformedObjectDeletion": True})
     await ensure_system_namespaces(st)
     await st[("", "v1", "namespaces")].create(ctx(), {"metadata": {"name": "ns1"}}, WriteOptions())
     return st
 
 
 @pytest.fixture
-async def stores(storage: Any) -> Any:
-    return await make_stores(storage)
+async def stores(storage: Any, storage_mode: str) -> AsyncIterator[Any]:
+    if storage_mode != "cached":
+        yield await make_stores(storage)
+        return
+    from storage.cacher import Cacher
+    from storage.keys import resource_prefix
+    caches: list[Any] = []
+
+    def storage_for(info: Any) -> Any:
+        c = Cacher(storage, resource_prefix(info.group, info.resource),
+                   resource=f"{info.resource}.{info.group}")
+        caches.append(c)
+        return c
+    st = build_stores(storage_for, gates={"AllowUnsafeMalformedObjectDeletion": True})
+    for c in caches:
+        await c.start()
+    for c in caches:
+        assert await c.wait_ready(10)
+    await ensure_system_namespaces(st)
+    await st[("", "v1", "namespaces")].create(ctx(), {"metadata": {"name": "ns1"}}, WriteOptions())
+    try:
+        yield st
+    finally:
+        for c in caches:
+            await c.close()
 
 
 @pytest.fixture

@@ -15,7 +15,9 @@ from storage.errors import Code, StorageError
 
 
 class _Watcher:
-    def __init__(self, store: MemStore, prefix: str, pred: si.Predicate) -> None:
+    def __init__(self, store: MemStore, prefix: str, pred: si.Predicate,
+                 exact: bool = False) -> None:
+        self.exact = exact
         self.q: asyncio.Queue[si.WatchEvent | None] = asyncio.Queue()
         self.prefix = prefix
         self.pred = pred
@@ -69,7 +71,7 @@ class MemStore:
 
     def _notify(self, key: str, prev: dict[str, Any] | None, cur: dict[str, Any] | None) -> None:
         for w in list(self.watchers):
-            if not key.startswith(w.prefix):
+            if not (key == w.prefix if w.exact else key.startswith(w.prefix)):
                 continue
             was = prev is not None and w.pred.matches(prev)
             now = cur is not None and w.pred.matches(cur)
@@ -95,7 +97,8 @@ class MemStore:
 
     async def get_list(self, key: str, opts: si.ListOptions) -> si.ListResult:
         prefix = key if key.endswith("/") else key + "/"
-        items = [self._out(k) for k in sorted(self.data) if k.startswith(prefix)
+        items = [self._out(k) for k in sorted(self.data)
+                 if (k.startswith(prefix) if opts.recursive else k == key)
                  and k not in self.corrupt]
         items = [o for o in items if opts.predicate.matches(o)]
         return si.ListResult(items=items, resource_version=self.rev)
@@ -156,11 +159,11 @@ class MemStore:
         return cur
 
     async def watch(self, key: str, opts: si.ListOptions) -> _Watcher:
-        prefix = key if key.endswith("/") else key + "/"
-        w = _Watcher(self, prefix, opts.predicate)
+        prefix = key if key.endswith("/") or not opts.recursive else key + "/"
+        w = _Watcher(self, prefix, opts.predicate, exact=not opts.recursive)
         if opts.resource_version in ("", "0"):
             for k in sorted(self.data):
-                if k.startswith(prefix) and k not in self.corrupt:
+                if (k == key if w.exact else k.startswith(prefix)) and k not in self.corrupt:
                     o = self._out(k)
                     if opts.predicate.matches(o):
                         w.q.put_nowait(si.WatchEvent(type="ADDED", object=o))

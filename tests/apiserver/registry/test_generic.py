@@ -493,3 +493,24 @@ async def test_size_limits(stores: Any) -> None:
         await stores[CM].create(ctx("ns1"), {"metadata": {"name": "big"}, "data": {"a": "x" * (1024 * 1024 + 1)}}, W)
     assert e.value.details["causes"] == [{"reason": "FieldValueTooLong", "field": "",
                                           "message": "Too long: may not be more than 1048576 bytes"}]
+
+
+async def test_single_name_field_selector_reads_one_key(stores: Any) -> None:
+    cm = stores[CM]
+    for n in ("a", "ab", "b"):
+        await cm.create(ctx("ns1"), {"metadata": {"name": n, "labels": {"x": "1"}}}, W)
+    lst = await cm.list(ctx("ns1"), ListOptions(field_selector="metadata.name=a"))
+    assert [i["metadata"]["name"] for i in lst["items"]] == ["a"]
+    lst = await cm.list(ctx("ns1"), ListOptions(field_selector="metadata.name=a", label_selector="x=2"))
+    assert lst["items"] == []
+    lst = await cm.list(ctx("ns1"), ListOptions(field_selector="metadata.name=zz"))
+    assert lst["items"] == []
+    stream = await cm.watch(ctx("ns1"), ListOptions(field_selector="metadata.name=a"))
+    it = stream.__aiter__()
+    ev = await it.__anext__()
+    assert ev.type == "ADDED" and ev.object["metadata"]["name"] == "a"
+    await cm.update(ctx("ns1"), "ab", patch(lambda o: o.update(data={"k": "v"})), W)
+    await cm.update(ctx("ns1"), "a", patch(lambda o: o.update(data={"k": "v"})), W)
+    ev = await it.__anext__()
+    assert ev.type == "MODIFIED" and ev.object["metadata"]["name"] == "a"
+    stream.stop()
