@@ -87,6 +87,9 @@ def decode_continue(token: str, prefix: str) -> tuple[str, int]:
         raise _invalid(f"{_UNKNOWN_VERSION} {version}")
     rv = parsed.get("rv", 0)
     start = parsed.get("start", "")
+    if isinstance(rv, int) and not -(2**63) <= rv < 2**63:
+        raise _invalid(f"{_GENERIC}: json: cannot unmarshal number {rv} into Go struct field "
+                       "continueToken.rv of type int64")
     if not isinstance(rv, int) or isinstance(rv, bool) or rv == 0:
         raise _invalid(_BAD_RV)
     if not isinstance(start, str) or not start:

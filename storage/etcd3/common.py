@@ -12,6 +12,7 @@ from storage.etcd3.kvclient import COMPACTED, FUTURE, TOO_LARGE_REQUEST, UNAVAIL
 from storage.interface import Object, Preconditions
 
 MAX_LIMIT: Final = 10_000  # upstream maxLimit: the largest page size paging grows to
+MAX_REVISION: Final = 2**63 - 1
 TOO_LARGE_WAIT: Final = 3.0  # seconds a request for a future revision waits before 504
 
 # Upstream's 410 texts (etcd3/errors.go).
@@ -60,12 +61,16 @@ def parse_rv(rv: str) -> int | None:
     with upstream's message."""
     if rv == "":
         return None
+    reason = "invalid syntax"
     if rv.isascii() and rv.isdigit():
-        return int(rv)
+        value = int(rv)
+        if value <= MAX_REVISION:
+            return value
+        reason = "value out of range"  # etcd revisions are int64
     raise StorageError(
         Code.INVALID,
         f'invalid resource version: resourceVersion: Invalid value: "{rv}": '
-        f'strconv.ParseUint: parsing "{rv}": invalid syntax',
+        f'strconv.ParseUint: parsing "{rv}": {reason}',
     )
 
 

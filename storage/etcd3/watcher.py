@@ -30,7 +30,14 @@ from typing import TYPE_CHECKING, Final
 from raftstore.api.pb import kv_pb2
 from raftstore.api.pb import rpc_pb2 as pb
 from storage.errors import Code, StorageError
-from storage.etcd3.common import MAX_LIMIT, decode, parse_rv, prefix_end, storage_error
+from storage.etcd3.common import (
+    MAX_LIMIT,
+    MAX_REVISION,
+    decode,
+    parse_rv,
+    prefix_end,
+    storage_error,
+)
 from storage.etcd3.kvclient import COMPACTED, KVError
 from storage.interface import WatchEvent
 
@@ -265,6 +272,8 @@ async def start_watch(store: Etcd3Store, key: str, opts: ListOptions) -> Etcd3Wa
             start = await store.current_revision()
         else:
             start = rv
+        if start >= MAX_REVISION:
+            await store.wait_for_revision(start)  # never reached: 504
         k = key.encode()
         req = pb.WatchCreateRequest(
             key=k, range_end=prefix_end(k) if opts.recursive else b"", start_revision=start + 1,

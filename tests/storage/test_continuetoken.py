@@ -86,3 +86,9 @@ def test_next_page() -> None:
     assert decode_continue(token, PREFIX) == (PREFIX + "a\x00", 5)
     assert remaining == 3
     assert next_page(PREFIX + "a", PREFIX, 5, more=True, remaining=None)[1] is None
+
+
+def test_decode_rv_out_of_int64() -> None:
+    with pytest.raises(StorageError) as e:
+        decode_continue(_raw({"v": "meta.plat.io/v1", "rv": 2**63, "start": "a"}), PREFIX)
+    assert e.value.code is Code.INVALID

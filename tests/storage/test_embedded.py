@@ -120,3 +120,18 @@ async def test_concurrent_writes_share_syncs(tmp_path: Path) -> None:
         assert 1 <= syncs < 50  # group commit: one fdatasync covers many writes
     finally:
         await store.close()
+
+
+async def test_revisions_beyond_int64(tmp_path: Path) -> None:
+    store = await open_embedded(str(tmp_path / "data"), too_large_wait=0.05)
+    try:
+        with pytest.raises(StorageError) as e:
+            await store.get_list("/registry/configmaps",
+                                 ListOptions(resource_version=str(2**63), limit=1))
+        assert e.value.code is Code.INVALID
+        assert e.value.message.endswith("value out of range")
+        with pytest.raises(StorageError) as e:
+            await store.watch("/registry/configmaps", ListOptions(resource_version=str(2**63 - 1)))
+        assert e.value.code is Code.TOO_LARGE_RESOURCE_VERSION
+    finally:
+        await store.close()
