@@ -280,7 +280,7 @@ def _message(msg: Message, buf: bytes, pos: int, end: int, depth: int) -> dict[s
                 out.update(_length_value(f, buf, pos, stop, depth))
             else:
                 value = _length_value(f, buf, pos, stop, depth)
-                if value is None or (value == "" and kind != _MESSAGE):
+                if value is None or (value == "" and kind != _MESSAGE and not f.keep_empty):
                     out.pop(f.name, None)
                 else:
                     out[f.name] = value

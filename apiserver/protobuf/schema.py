@@ -139,6 +139,13 @@ OMITTED_ZEROS: Final[dict[str, frozenset[str]]] = {
     }.items()
 }
 
+# Go ``*string`` fields where an empty string differs from unset (``storageClassName: ""``
+# turns dynamic provisioning off): the decoder keeps their "" (every other "" is dropped).
+KEPT_EMPTY_STRINGS: Final[dict[str, frozenset[str]]] = {
+    "plat.io.api.core.v1.PersistentVolumeClaimSpec": frozenset({
+        "storageClassName", "volumeAttributesClassName"}),
+}
+
 WIRE_VARINT: Final = 0
 WIRE_FIXED64: Final = 1
 WIRE_LEN: Final = 2
@@ -163,6 +170,7 @@ class Field:
     special: Special  # how the message type maps to JSON
     inline: bool
     omit_zero: bool  # a non-pointer omitempty scalar: its zero is left out of the JSON form
+    keep_empty: bool  # a string whose "" stays in the JSON form
     map: MapType | None
     wire: int  # the wire type this field is written with
     tag: bytes  # the encoded key (number << 3 | wire), written before each value
@@ -205,7 +213,8 @@ def _kind_of(type_name: str) -> tuple[Kind, str | None]:
     return Kind.MESSAGE, type_name
 
 
-def _build_field(raw: dict[str, Any], omitted_zeros: frozenset[str]) -> Field:
+def _build_field(raw: dict[str, Any], omitted_zeros: frozenset[str],
+                 kept_empty: frozenset[str]) -> Field:
     number = int(raw["number"])
     name = str(raw["name"])
     map_type: MapType | None = None
@@ -228,6 +237,7 @@ def _build_field(raw: dict[str, Any], omitted_zeros: frozenset[str]) -> Field:
         special=_special_of(message),
         inline=kind == Kind.MESSAGE and name in _INLINE and not raw.get("repeated"),
         omit_zero=name in omitted_zeros and wire == WIRE_VARINT and not raw.get("repeated"),
+        keep_empty=name in kept_empty and kind == Kind.STRING,
         map=map_type, wire=wire, tag=_varint(number << 3 | wire),
     )
 
@@ -240,7 +250,8 @@ def messages() -> dict[str, Message]:
     out: dict[str, Message] = {}
     for name, raw_fields in data["messages"].items():
         zeros = OMITTED_ZEROS.get(name, frozenset())
-        fields = [_build_field(f, zeros) for f in raw_fields]
+        kept = KEPT_EMPTY_STRINGS.get(name, frozenset())
+        fields = [_build_field(f, zeros, kept) for f in raw_fields]
         out[name] = Message(
             name=name, special=_special_of(name),
             by_number={f.number: f for f in fields},

@@ -276,3 +276,26 @@ def test_mutated_golden_bytes_never_crash() -> None:
 def test_encode_rejects_objects_that_do_not_fit(obj: dict[str, Any]) -> None:
     with pytest.raises(protobuf.ProtobufError):
         protobuf.encode(obj)
+
+
+def test_storage_class_name_keeps_empty_string() -> None:
+    spec = "plat.io.api.core.v1.PersistentVolumeClaimSpec"
+    raw = protobuf.encode_message(spec, {"storageClassName": "", "volumeName": ""})
+    assert protobuf.decode_message(spec, raw) == {"storageClassName": ""}
+
+
+def test_watch_frames() -> None:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"},
+          "data": {"k": "v"}}
+    frame = protobuf.encode_watch_event("ADDED", cm)
+    assert int.from_bytes(frame[:4], "big") == len(frame) - 4
+    assert frame[4:6] == b"\x0a\x05"  # WatchEvent written raw: no magic
+    assert protobuf.decode_watch_event(frame) == {"type": "ADDED", "object": cm}
+    status = {"apiVersion": "v1", "kind": "Status", "status": "Failure", "code": 410,
+              "reason": "Expired", "message": "too old resource version: 1 (5)"}
+    decoded = protobuf.decode_watch_event(protobuf.encode_watch_event("ERROR", status))
+    assert decoded == {"type": "ERROR", "object": status}
+    with pytest.raises(protobuf.ProtobufError):
+        protobuf.decode_watch_event(frame[:-1])
+    with pytest.raises(protobuf.ProtobufError):
+        protobuf.decode_watch_event(b"\x00")
