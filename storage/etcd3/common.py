@@ -127,11 +127,17 @@ def decode(data: bytes, rev: int, key: str | bytes) -> Object:
     return obj
 
 
+def metadata(obj: Object | None) -> dict[str, object]:
+    """``obj.metadata`` when it is a mapping, else empty (never raises on odd objects)."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
 def check_preconditions(p: Preconditions | None, key: str, obj: Object | None) -> None:
     """Upstream ``Preconditions.Check``; an absent object has an empty uid and version."""
     if p is None:
         return
-    meta = (obj or {}).get("metadata") or {}
+    meta = metadata(obj)
     uid = str(meta.get("uid", ""))
     if p.uid is not None and p.uid != uid:
         raise StorageError(

@@ -29,6 +29,7 @@ from storage.etcd3.common import (
     check_preconditions,
     decode,
     encode,
+    metadata,
     parse_rv,
     prefix_end,
     resource_label,
@@ -158,13 +159,13 @@ class Etcd3Store:
 
     @staticmethod
     def _state_from_object(obj: Object) -> _State:
-        rv = parse_rv(str((obj.get("metadata") or {}).get("resourceVersion", ""))) or 0
+        rv = parse_rv(str(metadata(obj).get("resourceVersion", "") or "")) or 0
         return _State(obj, rv, encode(obj))
 
     # -- Interface ----------------------------------------------------------------------
 
     async def create(self, key: str, obj: Object) -> Object:
-        rv = str((obj.get("metadata") or {}).get("resourceVersion", "") or "")
+        rv = str(metadata(obj).get("resourceVersion", "") or "")
         if rv not in ("", "0"):
             raise StorageError(
                 Code.INVALID, "resourceVersion should not be set on objects to be created",
