@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from apiserver import status
-from apiserver.registry.catalog import SYSTEM_USER
+from apiserver.registry.catalog import SYSTEM_USER, ensure_system_namespaces
 from apiserver.registry.converting import ConvertingStore
 from apiserver.registry.generic import now_rfc3339
 from apiserver.registry.interface import (
@@ -84,8 +84,29 @@ class NamespaceController:
         self._delays: dict[str, float] = {}
 
     async def start(self) -> None:
+        """Ensure the system namespaces exist (upstream's apiserver does it at start; the
+        all-in-one server starts this controller, so default, platform-system, ... exist
+        before the first client arrives), then watch namespaces."""
         self._tasks = [asyncio.create_task(self._watch_loop(), name="namespace-watch"),
                        asyncio.create_task(self._work_loop(), name="namespace-worker")]
+        try:
+            await ensure_system_namespaces(self._stores)
+        except Exception:
+            log.exception("namespace controller: creating the system namespaces failed; "
+                          "retrying in the background")
+            self._tasks.append(asyncio.create_task(self._ensure_loop(),
+                                                   name="system-namespaces"))
+
+    async def _ensure_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._retry)
+            try:
+                await ensure_system_namespaces(self._stores)
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("namespace controller: creating the system namespaces failed")
 
     async def stop(self) -> None:
         for t in self._tasks:

@@ -148,3 +148,15 @@ async def test_finalize_and_status_subresources(stores: Any) -> None:
     assert not now and res["kind"] == "Namespace"
     await stores[NS].update(ctx(), "ns2", patch(lambda o: o["metadata"].pop("finalizers")), W)
     assert await gone(stores, "ns2")
+
+
+async def test_controller_start_creates_system_namespaces(memstore: Any) -> None:
+    from apiserver.registry.catalog import build_stores
+    st = build_stores(lambda info: memstore)
+    ctl = NamespaceController(st)
+    await ctl.start()
+    try:
+        names = [i["metadata"]["name"] for i in (await st[NS].list(ctx(), ListOptions()))["items"]]
+        assert sorted(names) == ["default", "platform-node-lease", "platform-public", "platform-system"]
+    finally:
+        await ctl.stop()
