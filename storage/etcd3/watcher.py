@@ -89,7 +89,7 @@ class Etcd3Watcher:
         self._bookmarks = bookmarks
         self._first_error = first_error
         self._stopped = False
-        self._active = False  # an event or progress arrived since the last tick
+        self._active = False  # events arrived since the last tick (no progress needed)
         self._ticker: asyncio.Task[None] | None = None
         if kvw is not None and bookmarks and store.bookmark_interval > 0:
             self._ticker = asyncio.get_running_loop().create_task(self._tick(kvw))
@@ -154,7 +154,6 @@ class Etcd3Watcher:
             async for resp in self._kvw:
                 if self._stopped:
                     return
-                self._active = True
                 if resp.canceled:
                     if resp.compact_revision:
                         yield error_event(StorageError(Code.RESOURCE_EXPIRED, EXPIRED_WATCH))
@@ -167,6 +166,7 @@ class Etcd3Watcher:
                         last_rev = rev
                         yield bookmark(rev)
                     continue
+                self._active = True
                 for ev in resp.events:
                     try:
                         out = self._transform(ev)
