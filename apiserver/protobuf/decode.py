@@ -20,7 +20,7 @@ from typing import Any, Final
 import orjson
 
 from apiserver.protobuf import schema, wellknown
-from apiserver.protobuf.errors import ProtobufError, UnknownKind
+from apiserver.protobuf.errors import ProtobufError
 from apiserver.protobuf.schema import Field, Kind, MapType, Message, Special
 
 MAGIC: Final = b"k8s\x00"
@@ -352,7 +352,7 @@ def decode_envelope(body: bytes, *, depth: int = 0, api_version: str = "",
     except IndexError:
         raise ProtobufError("malformed protobuf envelope") from None
     if not (found_kind or kind):
-        raise UnknownKind("Object 'Kind' is missing in the protobuf envelope")
+        raise ProtobufError("Object 'Kind' is missing in the protobuf envelope")
     type_name = schema.type_name_for(found_version or api_version, found_kind or kind)
     obj = _decode_top(schema.message(type_name), data[raw[0]:raw[1]], depth)
     if not found_version and not found_kind:

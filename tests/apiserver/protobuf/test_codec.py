@@ -299,3 +299,8 @@ def test_watch_frames() -> None:
         protobuf.decode_watch_event(frame[:-1])
     with pytest.raises(protobuf.ProtobufError):
         protobuf.decode_watch_event(b"\x00")
+
+
+def test_envelope_without_kind_is_a_decode_error() -> None:
+    with pytest.raises(protobuf.ProtobufError, match="'Kind' is missing"):
+        protobuf.decode(_envelope("v1", "", b""))
