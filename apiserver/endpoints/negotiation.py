@@ -16,6 +16,7 @@ anything else is a 415.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Final
 
@@ -138,18 +139,28 @@ def accepted_list(stream: bool) -> list[str]:
     return list(STREAM_TYPES if stream else OUTPUT_TYPES)
 
 
-def negotiate_output(accept: str, *, stream: bool = False, allow_table: bool = True,
-                     allow_partial: bool = True) -> OutputType:
-    """The first acceptable clause of ``accept``; 406 NotAcceptable when none is."""
-    if not accept.strip():
-        return DEFAULT_OUTPUT
+@functools.lru_cache(maxsize=512)
+def _negotiate_cached(accept: str, stream: bool, allow_table: bool, allow_partial: bool
+                      ) -> OutputType | None:
     for clause in _parse_accept(accept):
         for serializer in OUTPUT_TYPES:
             out = _accepts(clause, serializer, stream=stream, allow_table=allow_table,
                            allow_partial=allow_partial)
             if out is not None:
                 return out
-    raise not_acceptable(stream)
+    return None
+
+
+def negotiate_output(accept: str, *, stream: bool = False, allow_table: bool = True,
+                     allow_partial: bool = True) -> OutputType:
+    """The first acceptable clause of ``accept``; 406 NotAcceptable when none is. Clients
+    send few distinct headers, so results are cached by header."""
+    if not accept.strip():
+        return DEFAULT_OUTPUT
+    out = _negotiate_cached(accept, stream, allow_table, allow_partial)
+    if out is None:
+        raise not_acceptable(stream)
+    return out
 
 
 def not_acceptable(stream: bool) -> APIError:

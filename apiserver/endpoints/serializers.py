@@ -9,6 +9,7 @@ carry (binary, NaN) are rejected.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import math
@@ -262,6 +263,7 @@ def _encode_yaml(obj: Any) -> bytes:
     return text.encode("utf-8")
 
 
+@functools.lru_cache(maxsize=8)
 def encoder_for(media_type: str, pretty: bool) -> Callable[[Any], bytes]:
     if media_type == YAML:
         return _encode_yaml
