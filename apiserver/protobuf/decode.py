@@ -38,6 +38,15 @@ _INT64: Final = Kind.INT64
 _BOOL: Final = Kind.BOOL
 _MESSAGE: Final = Kind.MESSAGE
 _MAP: Final = Kind.MAP
+_NONE: Final = Special.NONE
+_TIME: Final = Special.TIME
+_MICROTIME: Final = Special.MICROTIME
+_DURATION: Final = Special.DURATION
+_INT_OR_STRING: Final = Special.INT_OR_STRING
+_QUANTITY: Final = Special.QUANTITY
+_RAW_EXTENSION: Final = Special.RAW_EXTENSION
+_FIELDS_V1: Final = Special.FIELDS_V1
+_STRING_LIST: Final = Special.STRING_LIST
 
 
 def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
@@ -106,10 +115,10 @@ def _embedded_json(buf: bytes, start: int, stop: int, what: str, depth: int) -> 
 
 def _special(special: Special, buf: bytes, start: int, stop: int, depth: int) -> Any:
     """The JSON value of a message with a JSON form of its own."""
-    if special == Special.QUANTITY:
+    if special == _QUANTITY:
         value = _fields(buf, start, stop).get(1)
         return _text(buf, value[0], value[1], "quantity") if isinstance(value, tuple) else ""
-    if special in (Special.TIME, Special.MICROTIME):
+    if special in (_TIME, _MICROTIME):
         parts = _fields(buf, start, stop)
         if start == stop:  # upstream marshals Go's zero time as an empty message
             return None
@@ -118,23 +127,23 @@ def _special(special: Special, buf: bytes, start: int, stop: int, depth: int) ->
         if seconds == wellknown.ZERO_TIME_SECONDS and not nanos:
             return None
         return wellknown.format_time(int(seconds), int(nanos),
-                                     micro=special == Special.MICROTIME)
-    if special == Special.DURATION:
+                                     micro=special == _MICROTIME)
+    if special == _DURATION:
         return wellknown.format_duration(int(_int(_scalar(_fields(buf, start, stop).get(1, 0)),
                                                   _INT64)))
-    if special == Special.INT_OR_STRING:
+    if special == _INT_OR_STRING:
         parts = _fields(buf, start, stop)
         if _scalar(parts.get(1, 0)) == 1:
             value = parts.get(3)
             return _text(buf, value[0], value[1], "IntOrString") if isinstance(
                 value, tuple) else ""
         return _int(_scalar(parts.get(2, 0)), _INT32)
-    if special in (Special.RAW_EXTENSION, Special.FIELDS_V1):
+    if special in (_RAW_EXTENSION, _FIELDS_V1):
         value = _fields(buf, start, stop).get(1)
         if not isinstance(value, tuple):
-            return None if special == Special.RAW_EXTENSION else {}
+            return None if special == _RAW_EXTENSION else {}
         return _embedded_json(buf, value[0], value[1], "raw", depth)
-    if special == Special.STRING_LIST:
+    if special == _STRING_LIST:
         items: list[str] = []
         pos = start
         while pos < stop:
@@ -201,7 +210,7 @@ def _map_entry(mt: MapType, buf: bytes, start: int, stop: int, depth: int) -> tu
                 value = _text(buf, pos, end, "map value")
             elif mt.value == _BYTES:
                 value = base64.b64encode(buf[pos:end]).decode("ascii")
-            elif mt.value_special != Special.NONE:
+            elif mt.value_special != _NONE:
                 value = _special(mt.value_special, buf, pos, end, depth)
             else:
                 assert mt.value_message is not None
@@ -210,7 +219,7 @@ def _map_entry(mt: MapType, buf: bytes, start: int, stop: int, depth: int) -> tu
     if not seen:  # an entry without a value holds the value type's zero
         if mt.value in (_STRING, _BYTES):
             value = ""
-        elif mt.value_special != Special.NONE:
+        elif mt.value_special != _NONE:
             value = _special(mt.value_special, b"", 0, 0, depth)
         else:
             value = {}
@@ -223,7 +232,7 @@ def _length_value(f: Field, buf: bytes, pos: int, end: int, depth: int) -> Any:
         return _text(buf, pos, end, f.name)
     if kind == _BYTES:
         return base64.b64encode(buf[pos:end]).decode("ascii")
-    if f.special != Special.NONE:
+    if f.special != _NONE:
         return _special(f.special, buf, pos, end, depth)
     assert f.message is not None
     return _message(schema.message(f.message), buf, pos, end, depth + 1)
@@ -308,7 +317,7 @@ def decode_message(type_name: str, raw: bytes) -> dict[str, Any]:
 
 def _decode_top(msg: Message, raw: bytes, depth: int) -> dict[str, Any]:
     try:
-        if msg.special != Special.NONE:
+        if msg.special != _NONE:
             value = _special(msg.special, raw, 0, len(raw), depth)
             return value if isinstance(value, dict) else {"value": value}
         return _message(msg, raw, 0, len(raw), depth)
@@ -357,7 +366,7 @@ def decode_envelope(body: bytes, *, depth: int = 0, api_version: str = "",
     obj = _decode_top(schema.message(type_name), data[raw[0]:raw[1]], depth)
     if not found_version and not found_kind:
         return obj
-    result: dict[str, Any] = {"apiVersion": found_version, "kind": found_kind}
+    result: dict[str, Any] = {"kind": found_kind, "apiVersion": found_version}
     result.update(obj)
     return result
 

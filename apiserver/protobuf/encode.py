@@ -27,6 +27,14 @@ _INT32_MAX: Final = (1 << 31) - 1
 _INT64_MIN: Final = -(1 << 63)
 _INT64_MAX: Final = (1 << 63) - 1
 MAX_DEPTH: Final = 64
+# Enum members bound once: attribute lookups on the enum classes are slow in hot loops.
+_STRING: Final = Kind.STRING
+_BYTES: Final = Kind.BYTES
+_INT32: Final = Kind.INT32
+_INT64: Final = Kind.INT64
+_BOOL: Final = Kind.BOOL
+_MAP: Final = Kind.MAP
+_NONE: Final = Special.NONE
 
 
 def _varint(out: bytearray, value: int) -> None:
@@ -135,11 +143,11 @@ def _special(special: Special, value: Any, where: str) -> bytearray:
 def _map_value(mt: MapType, value: Any, where: str, depth: int) -> bytes | bytearray:
     if value is None and mt.value_special in (Special.TIME, Special.MICROTIME):
         return b""  # Go's zero time: an empty message
-    if mt.value == Kind.STRING:
+    if mt.value == _STRING:
         return _utf8(_as_str(value, where), where)
-    if mt.value == Kind.BYTES:
+    if mt.value == _BYTES:
         return _as_bytes(value, where)
-    if mt.value_special != Special.NONE:
+    if mt.value_special != _NONE:
         return _special(mt.value_special, value, where)
     assert mt.value_message is not None
     return _encode(schema.message(mt.value_message), value, where, depth + 1)
@@ -147,19 +155,19 @@ def _map_value(mt: MapType, value: Any, where: str, depth: int) -> bytes | bytea
 
 def _write_value(f: Field, value: Any, out: bytearray, where: str, depth: int) -> None:
     kind = f.kind
-    if kind == Kind.STRING:
+    if kind == _STRING:
         _len_field(out, f.tag, _utf8(_as_str(value, where), where))
-    elif kind == Kind.BYTES:
+    elif kind == _BYTES:
         _len_field(out, f.tag, _as_bytes(value, where))
-    elif kind == Kind.BOOL:
+    elif kind == _BOOL:
         if not isinstance(value, bool):
             raise _type_error(where, "a boolean", value)
         out += f.tag
         out.append(1 if value else 0)
-    elif kind in (Kind.INT32, Kind.INT64):
+    elif kind in (_INT32, _INT64):
         out += f.tag
         _varint(out, _as_int(value, kind, where))
-    elif f.special != Special.NONE:
+    elif f.special != _NONE:
         _len_field(out, f.tag, _special(f.special, value, where))
     else:
         assert f.message is not None
@@ -169,7 +177,7 @@ def _write_value(f: Field, value: Any, out: bytearray, where: str, depth: int) -
 def _encode(msg: Message, obj: Any, where: str, depth: int) -> bytearray:
     if depth > MAX_DEPTH:
         raise ProtobufError(f"{where}: nesting too deep")
-    if msg.special != Special.NONE:
+    if msg.special != _NONE:
         return _special(msg.special, obj, where)
     if not isinstance(obj, dict):
         raise _type_error(where, "an object", obj)
@@ -183,7 +191,7 @@ def _encode(msg: Message, obj: Any, where: str, depth: int) -> bytearray:
         if value is None:
             continue
         here = f"{where}.{f.name}"
-        if f.kind == Kind.MAP:
+        if f.kind == _MAP:
             assert f.map is not None
             if not isinstance(value, dict):
                 raise _type_error(here, "an object", value)
