@@ -135,3 +135,54 @@ async def test_revisions_beyond_int64(tmp_path: Path) -> None:
         assert e.value.code is Code.TOO_LARGE_RESOURCE_VERSION
     finally:
         await store.close()
+
+
+_WRITER = """
+import asyncio, sys
+from storage.embedded import open_embedded
+
+async def main():
+    store = await open_embedded(sys.argv[1], snapshot_entries=40)
+    i = 0
+    while True:
+        batch = [store.create(f"/registry/configmaps/ns/k{i + j:05d}", {"metadata": {}})
+                 for j in range(8)]
+        await asyncio.gather(*batch)
+        print(i + 7, flush=True)  # every key up to here is acknowledged
+        i += 8
+
+asyncio.run(main())
+"""
+
+
+def test_process_kill_loses_no_acknowledged_write(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from raftstore.launcher import REPO_ROOT
+
+    d = str(tmp_path / "data")
+    proc = subprocess.Popen([sys.executable, "-c", _WRITER, d], stdout=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+    acked = -1
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            acked = int(line)
+            if acked >= 400:  # past several snapshots and journal cuts
+                break
+    finally:
+        proc.kill()
+        proc.wait()
+    assert acked >= 400
+
+    async def check() -> None:
+        store = await open_embedded(d)
+        try:
+            for i in range(acked + 1):
+                got = await store.get(f"/registry/configmaps/ns/k{i:05d}", GetOptions())
+                assert got is not None
+        finally:
+            await store.close()
+
+    asyncio.run(check())
