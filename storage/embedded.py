@@ -347,12 +347,12 @@ class LocalWatch:
         self._wake.set()
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class LocalHeader:
     revision: int
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LocalRange:
     """``RangeReply`` in process."""
 
