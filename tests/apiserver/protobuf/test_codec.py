@@ -35,7 +35,7 @@ def _envelope(api_version: str, kind: str, raw: bytes) -> bytes:
     return b"k8s\x00" + _len(1, type_meta) + _len(2, raw) + b"\x1a\x00\x22\x00"
 
 
-# --- bodies captured from stock kubectl v1.33 (kubectl create ...) -----------------------
+# --- bodies captured from the stock kubectl here (kubectl create ...) --------------------
 
 def _kubectl(name: str) -> dict[str, Any]:
     return protobuf.decode((GOLDEN / "kubectl" / f"{name}.pb").read_bytes())
