@@ -112,6 +112,9 @@ OMITTED_ZEROS: Final[dict[str, frozenset[str]]] = {
         "api.core.v1.ContainerStateTerminated": "signal",
         "api.core.v1.NodeSpec": "unschedulable",
         "api.core.v1.PersistentVolumeClaimVolumeSource": "readOnly",
+        "api.core.v1.NFSVolumeSource": "readOnly",
+        "api.core.v1.GCEPersistentDiskVolumeSource": "partition readOnly",
+        "api.core.v1.AWSElasticBlockStoreVolumeSource": "partition readOnly",
         "api.core.v1.Event": "count",
         "api.core.v1.EventSeries": "count",
         "api.core.v1.ReplicationControllerSpec": "minReadySeconds",
@@ -136,6 +139,8 @@ OMITTED_ZEROS: Final[dict[str, frozenset[str]]] = {
         "api.autoscaling.v1.ScaleSpec": "replicas",
         "api.autoscaling.v2.HorizontalPodAutoscalerStatus": "currentReplicas",
         "api.policy.v1.PodDisruptionBudgetStatus": "observedGeneration",
+        "api.networking.v1.ServiceBackendPort": "number",
+        "api.scheduling.v1.PriorityClass": "globalDefault",
     }.items()
 }
 

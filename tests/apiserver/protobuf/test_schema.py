@@ -82,3 +82,10 @@ def test_json_names_that_differ_from_protobuf_names() -> None:
     assert volume["volumeSource"].inline
     runtime_class = {f.name: f for f in schema.message("plat.io.api.node.v1.RuntimeClass").ordered}
     assert not runtime_class["handler"].inline  # a string, not the Probe's embedded struct
+
+
+def test_omitted_zero_table_names_real_scalar_fields() -> None:
+    for message, fields in schema.OMITTED_ZEROS.items():
+        by_name = {f.name: f for f in schema.message(message).ordered}
+        for name in fields:
+            assert by_name[name].omit_zero, f"{message}.{name}"
