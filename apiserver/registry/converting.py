@@ -105,4 +105,4 @@ class ConvertingStore:
         return self.inner.table_columns()
 
     def table_cells(self, obj: Object) -> builtins.list[Any]:
-        return self.inner.table_cells(obj)
+        return self.inner.table_cells(self._in(obj))

@@ -341,28 +341,10 @@ class GenericStore:
     # -- tables -------------------------------------------------------------------------------
 
     def table_columns(self) -> builtins.list[Column]:
-        return [
-            Column(name="Name", type="string", format="name",
-                   description="Name must be unique within a namespace. Is required when "
-                               "creating resources, although some resources may allow a "
-                               "client to request the generation of an appropriate name "
-                               "automatically. Name is primarily intended for creation "
-                               "idempotence and configuration definition. Cannot be updated. "
-                               "More info: https://platform.io/docs/concepts/overview/"
-                               "working-with-objects/names#names"),
-            Column(name="Created At", type="date",
-                   description="CreationTimestamp is a timestamp representing the server time "
-                               "when this object was created. It is not guaranteed to be set "
-                               "in happens-before order across separate operations. Clients "
-                               "may not set this value. It is represented in RFC3339 form and "
-                               "is in UTC.\n\nPopulated by the system. Read-only. Null for "
-                               "lists. More info: https://git.k8s.io/community/contributors/"
-                               "devel/sig-architecture/api-conventions.md#metadata"),
-        ]
+        return self.strategy.table_columns()
 
     def table_cells(self, obj: Object) -> builtins.list[Any]:
-        meta = obj.get("metadata") or {}
-        return [meta.get("name", ""), meta.get("creationTimestamp")]
+        return self.strategy.table_cells(obj)
 
 
 def generate_name_conflict(resource: str, group: str, name: str) -> status.APIError:

@@ -15,10 +15,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from apiserver import selectors
+from apiserver.registry import tables
 from apiserver.registry import validation as v
 from apiserver.registry.treecopy import deep_copy
 
 if TYPE_CHECKING:
+    from apiserver.registry.interface import Column
     from apiserver.registry.validation import Cause
     from apiserver.selectors import FieldGetter
 
@@ -111,6 +113,13 @@ class Strategy:
 
     def canonicalize(self, obj: Object) -> None:
         """Normalize after validation (upstream Canonicalize)."""
+
+    def table_columns(self) -> list[Column]:
+        """Table columns (upstream's printer for the kind; default Name / Created At)."""
+        return list(tables.DEFAULT_COLUMNS)
+
+    def table_cells(self, obj: Object) -> list[Any]:
+        return tables.default_cells(obj)
 
     def for_subresource(self, subresource: str) -> Strategy:
         """A copy of this strategy serving ``subresource``."""

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from apiserver.registry import tables
 from apiserver.registry import validation as v
+from apiserver.registry.interface import Column
 from apiserver.registry.strategy import Object, Strategy, as_list
 
 if TYPE_CHECKING:
@@ -16,6 +18,15 @@ class ServiceAccountStrategy(Strategy):
     resource = "serviceaccounts"
     singular = "serviceaccount"
     short_names = ("sa",)
+
+    def table_columns(self) -> list[Column]:
+        return [tables.NAME, Column(name="Secrets", type="integer", description=(
+            "Secrets is a list of the secrets in the same namespace that pods running using "
+            "this ServiceAccount are allowed to use.")), tables.AGE]
+
+    def table_cells(self, obj: Object) -> list[Any]:
+        return [tables.meta(obj).get("name", ""), len(as_list(obj.get("secrets"))),
+                tables.age(obj)]
 
     def validate(self, obj: Object) -> list[Cause]:
         causes: list[Cause] = []

@@ -44,8 +44,41 @@ def test_storage_for_called_once_per_stored_resource() -> None:
     assert len(stores) == len(builtin_resources())
     assert stores[("apps", "v1", "statefulsets")].new_list_kind() == "StatefulSetList"
     cols = stores[("", "v1", "configmaps")].table_columns()
-    assert [(c.name, c.type, c.format) for c in cols] == [("Name", "string", "name"), ("Created At", "date", "")]
-    assert stores[("", "v1", "configmaps")].table_cells({"metadata": {"name": "a", "creationTimestamp": "t"}}) == ["a", "t"]
+    assert [(c.name, c.type, c.format) for c in cols] == [("Name", "string", "name"), ("Data", "integer", ""),
+                                                         ("Age", "string", "")]
+    assert stores[("", "v1", "configmaps")].table_cells(
+        {"metadata": {"name": "a"}, "data": {"x": "1"}, "binaryData": {"y": ""}}) == ["a", 2, "<unknown>"]
+
+
+def test_human_duration() -> None:
+    from apiserver.registry.tables import human_duration as h
+    assert [h(x) for x in (-5, -1, 0, 59, 119, 120, 125, 600, 3600 * 2 + 60, 3600 * 9, 3600 * 50,
+                           86400 * 30, 86400 * 365 * 3 + 86400 * 2, 86400 * 365 * 9)] == [
+        "<invalid>", "0s", "0s", "59s", "119s", "2m", "2m5s", "10m", "121m", "9h", "2d2h", "30d", "3y2d", "9y"]
+
+
+async def test_kind_tables(stores: Any) -> None:
+    ns = stores[("", "v1", "namespaces")]
+    got = await ns.get(ctx(), "ns1", GetOptions())
+    assert [c.name for c in ns.table_columns()] == ["Name", "Status", "Age"]
+    cells = ns.table_cells(got)
+    assert cells[:2] == ["ns1", "Active"] and cells[2].endswith("s")
+    sts = stores[("apps", "v1", "statefulsets")]
+    assert [c.name for c in sts.table_columns()] == ["Name", "Ready", "Age", "Containers", "Images"]
+    assert [c.priority for c in sts.table_columns()] == [0, 0, 0, 1, 1]
+    obj = {"metadata": {"name": "w"}, "spec": {"replicas": 3, "template": {"spec": {"containers": [
+        {"name": "a", "image": "i:1"}, {"name": "b", "image": "j"}]}}}, "status": {"readyReplicas": 2}}
+    assert sts.table_cells(obj)[:2] == ["w", "2/3"] and sts.table_cells(obj)[3:] == ["a,b", "i:1,j"]
+    sec = stores[("", "v1", "secrets")]
+    assert sec.table_cells({"metadata": {"name": "s"}, "type": "Opaque", "data": {"a": ""}})[:3] == ["s", "Opaque", 1]
+    ev = stores[("", "v1", "events")]
+    cells = ev.table_cells({"metadata": {"name": "e"}, "type": "Normal", "reason": "Started",
+                            "involvedObject": {"kind": "Pod", "name": "p", "fieldPath": "spec.containers{c}"},
+                            "source": {"component": "kubelet", "host": "n1"}, "message": " hi ", "count": 3})
+    assert cells[1:] == ["Normal", "Started", "pod/p", "spec.containers{c}", "kubelet, n1", "hi", "<unknown>", 3, "e"]
+    v1 = stores[("events.plat.io", "v1", "events")]
+    assert v1.table_cells({"metadata": {"name": "e"}, "regarding": {"kind": "Node", "name": "n"}, "note": "x",
+                           "reportingController": "c"})[3:7] == ["node/n", "", "c", "x"]
 
 
 async def test_ensure_system_namespaces_is_idempotent() -> None:
