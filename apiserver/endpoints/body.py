@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from apiserver.endpoints import fieldvalidation, protobuf, serializers
+from apiserver import protobuf
+from apiserver.endpoints import fieldvalidation, serializers
 from apiserver.endpoints.negotiation import INPUT_TYPES, negotiate_input, unsupported_media_type
 from apiserver.status import APIError, bad_request, too_large
 
@@ -95,15 +96,15 @@ async def decode_request_object(scope: Scope, directive: str) -> dict[str, Any]:
     dups: list[str] = []
     try:
         if media in protobuf.MEDIA_TYPES:
-            obj = protobuf.decode(body)
+            obj = protobuf.decode(body, api_version=scope.api_version, kind=scope.kind)
         else:
             obj, dups = serializers.decode_object(body, media, track_duplicates=track)
     except serializers.DecodeError as e:
         raise decode_error(scope, str(e), body) from None
-    except protobuf.ProtobufError as e:
-        raise decode_error(scope, str(e), body) from None
     except protobuf.UnknownKind:
         raise unsupported_media_type(INPUT_TYPES) from None
+    except protobuf.ProtobufError as e:
+        raise decode_error(scope, str(e), body) from None
     check_type_meta(scope, obj)
     meta = obj.get("metadata")
     if meta is None:

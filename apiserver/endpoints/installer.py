@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Final
 
 from aiohttp import web
 
+from apiserver import protobuf
 from apiserver.endpoints import (
     create,
     delete,
@@ -95,8 +96,9 @@ def _route(info: RequestInfo, store: RESTStore) -> Handler:
     return HANDLERS[verb]
 
 
-def _output_for(request: web.Request, verb: str) -> OutputType:
-    return negotiate_output(request.headers.get("Accept", ""), stream=verb == "watch")
+def _output_for(request: web.Request, verb: str, protobuf_ok: bool) -> OutputType:
+    return negotiate_output(request.headers.get("Accept", ""), stream=verb == "watch",
+                            allow_protobuf=protobuf_ok)
 
 
 class ResourceHandler:
@@ -106,38 +108,62 @@ class ResourceHandler:
                  gates: Mapping[str, bool] | None = None) -> None:
         self._stores = dict(stores)
         self._gates = dict(gates or {})
+        self._protobuf_ok: dict[StoreKey, bool] = {}
 
-    def store_for(self, info: RequestInfo) -> RESTStore | None:
+    def protobuf_ok(self, key: StoreKey, store: RESTStore) -> bool:
+        """Whether the codec has messages for the store's kind and its list kind (not so
+        for custom resources: upstream serves them in JSON and YAML only)."""
+        ok = self._protobuf_ok.get(key)
+        if ok is None:
+            ri = store.info
+            av = (f"{ri.sub_kind_group}/{ri.sub_kind_version}".lstrip("/") if ri.sub_kind
+                  else ri.group_version)
+            try:
+                protobuf.type_name_for(av, ri.sub_kind or ri.kind)
+                if not ri.sub_kind:
+                    protobuf.type_name_for(av, store.new_list_kind())
+                ok = True
+            except protobuf.UnknownKind:
+                ok = False
+            self._protobuf_ok[key] = ok
+        return ok
+
+    @staticmethod
+    def key_of(info: RequestInfo) -> StoreKey:
         path = f"{info.resource}/{info.subresource}" if info.subresource else info.resource
-        return self._stores.get((info.api_group, info.api_version, path))
+        return (info.api_group, info.api_version, path)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         output: OutputType | None = None
         scope: Scope | None = None
+        pb_ok = True
         try:
             info = request_info(request)
-            store = self.store_for(info) if info.is_resource_request else None
+            key = self.key_of(info)
+            store = self._stores.get(key) if info.is_resource_request else None
             if store is None or not info.resource:
                 raise not_found()
             handler = _route(info, store)
-            output = _output_for(request, info.verb)
+            pb_ok = self.protobuf_ok(key, store)
+            output = _output_for(request, info.verb, pb_ok)
             ctx = Context(namespace=info.namespace if store.info.namespaced else "",
                           user=user_of(request), info=info)
             scope = Scope(request=request, info=info, store=store, ctx=ctx, output=output,
                           gates=self._gates)
             return await handler(scope)
         except APIError as err:
-            return write_error(request, err, output=_error_output(request, output),
+            return write_error(request, err, output=_error_output(request, output, pb_ok),
                                warnings=scope.warnings if scope is not None else None)
 
 
-def _error_output(request: web.Request, output: OutputType | None) -> OutputType:
+def _error_output(request: web.Request, output: OutputType | None, protobuf_ok: bool
+                  ) -> OutputType:
     """Errors are Status objects in the negotiated serializer (never a Table); JSON when
     negotiation itself failed."""
     if output is not None:
         return OutputType(media_type=output.media_type, pretty=output.pretty)
     try:
-        out = negotiate_output(request.headers.get("Accept", ""))
+        out = negotiate_output(request.headers.get("Accept", ""), allow_protobuf=protobuf_ok)
     except APIError:
         return DEFAULT_OUTPUT
     return OutputType(media_type=out.media_type, pretty=out.pretty)

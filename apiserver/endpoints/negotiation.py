@@ -5,9 +5,12 @@ Output: the ``Accept`` header is a comma list of media ranges; clauses are tried
 the first clause that one of our serializers accepts wins. Parameters of a clause:
 ``as``/``g``/``v`` ask for a transformation (Table, PartialObjectMetadata), ``stream``
 must be ``watch`` on a serializer that can stream, ``pretty=1`` indents; others are ignored.
-An empty header (or ``*/*``) means JSON. Protobuf and CBOR are not served yet: clauses naming
-them are skipped, so a later fallback in the list still matches, and a list with nothing we
-serve is a 406.
+An empty header (or ``*/*``) means JSON. Protobuf is served for kinds the protobuf codec
+knows (under its upstream name ``application/vnd.kubernetes.protobuf``, which clients built
+against upstream decode by, and the renamed ``application/vnd.platform.protobuf``; the answer
+names the type that was asked for); CBOR is not served yet. Clauses we cannot serve are
+skipped, so a later fallback in the list still matches, and a list with nothing we serve is a
+406.
 
 Input: ``Content-Type`` picks the body decoder; empty means JSON; parameters (charset) are
 ignored; protobuf is decoded for creates and updates of the kinds ``protobuf`` knows;
@@ -25,13 +28,17 @@ from apiserver.status import APIError
 JSON: Final = "application/json"
 YAML: Final = "application/yaml"
 PROTOBUF: Final = "application/vnd.platform.protobuf"
+PROTOBUF_UPSTREAM: Final = "application/vnd.kubernetes.protobuf"
+PROTOBUF_TYPES: Final = frozenset({PROTOBUF, PROTOBUF_UPSTREAM})
 CBOR: Final = "application/cbor"
 
 # Serializers we answer with, in preference order (the first is the default).
-OUTPUT_TYPES: Final = (JSON, YAML)
-# Only JSON can frame a watch stream.
-STREAM_TYPES: Final = (JSON,)
+OUTPUT_TYPES: Final = (JSON, YAML, PROTOBUF, PROTOBUF_UPSTREAM)
+# YAML cannot frame a watch stream.
+STREAM_TYPES: Final = (JSON, PROTOBUF, PROTOBUF_UPSTREAM)
 INPUT_TYPES: Final = (JSON, YAML)
+# What 406/415 messages list (the renamed protobuf type only).
+_LISTED: Final = (JSON, YAML, PROTOBUF)
 
 # Groups whose Table / PartialObjectMetadata we render. meta.k8s.io is accepted too so that
 # stock kubectl (which asks for g=meta.k8s.io) gets server-side tables; the answer names the
@@ -105,7 +112,9 @@ def _parse_accept(header: str) -> list[_Clause]:
 
 
 def _accepts(clause: _Clause, serializer: str, *, stream: bool, allow_table: bool,
-             allow_partial: bool) -> OutputType | None:
+             allow_partial: bool, allow_protobuf: bool) -> OutputType | None:
+    if serializer in PROTOBUF_TYPES and not allow_protobuf:
+        return None
     typ, _, sub = serializer.partition("/")
     if not (
         (clause.type == typ and clause.subtype in (sub, "*"))
@@ -124,7 +133,7 @@ def _accepts(clause: _Clause, serializer: str, *, stream: bool, allow_table: boo
         if group not in META_GROUPS or version not in META_VERSIONS:
             return None
         if convert == TABLE:
-            if not allow_table:
+            if not allow_table or serializer in PROTOBUF_TYPES:
                 return None
         elif convert in (PARTIAL, PARTIAL_LIST):
             if not allow_partial:
@@ -135,37 +144,38 @@ def _accepts(clause: _Clause, serializer: str, *, stream: bool, allow_table: boo
                       convert_version=version, pretty=p.get("pretty") == "1")
 
 
-def accepted_list(stream: bool) -> list[str]:
-    return list(STREAM_TYPES if stream else OUTPUT_TYPES)
+def accepted_list(stream: bool, allow_protobuf: bool = True) -> list[str]:
+    return [t for t in _LISTED if (not stream or t in STREAM_TYPES)
+            and (allow_protobuf or t not in PROTOBUF_TYPES)]
 
 
 @functools.lru_cache(maxsize=512)
-def _negotiate_cached(accept: str, stream: bool, allow_table: bool, allow_partial: bool
-                      ) -> OutputType | None:
+def _negotiate_cached(accept: str, stream: bool, allow_table: bool, allow_partial: bool,
+                      allow_protobuf: bool) -> OutputType | None:
     for clause in _parse_accept(accept):
         for serializer in OUTPUT_TYPES:
             out = _accepts(clause, serializer, stream=stream, allow_table=allow_table,
-                           allow_partial=allow_partial)
+                           allow_partial=allow_partial, allow_protobuf=allow_protobuf)
             if out is not None:
                 return out
     return None
 
 
 def negotiate_output(accept: str, *, stream: bool = False, allow_table: bool = True,
-                     allow_partial: bool = True) -> OutputType:
+                     allow_partial: bool = True, allow_protobuf: bool = True) -> OutputType:
     """The first acceptable clause of ``accept``; 406 NotAcceptable when none is. Clients
     send few distinct headers, so results are cached by header."""
     if not accept.strip():
         return DEFAULT_OUTPUT
-    out = _negotiate_cached(accept, stream, allow_table, allow_partial)
+    out = _negotiate_cached(accept, stream, allow_table, allow_partial, allow_protobuf)
     if out is None:
-        raise not_acceptable(stream)
+        raise not_acceptable(stream, allow_protobuf)
     return out
 
 
-def not_acceptable(stream: bool) -> APIError:
+def not_acceptable(stream: bool, allow_protobuf: bool = True) -> APIError:
     return APIError(406, "NotAcceptable", "only the following media types are accepted: "
-                    + ", ".join(accepted_list(stream)))
+                    + ", ".join(accepted_list(stream, allow_protobuf)))
 
 
 def unsupported_media_type(accepted: tuple[str, ...] | list[str]) -> APIError:
@@ -180,15 +190,12 @@ def media_type_of(content_type: str) -> str:
     return content_type.split(";", 1)[0].strip().lower()
 
 
-PROTOBUF_INPUT_TYPES: Final = frozenset({PROTOBUF, "application/vnd.kubernetes.protobuf"})
-
-
 def negotiate_input(content_type: str, *, allow_protobuf: bool = False) -> str:
     """The body media type to decode with: JSON or YAML, and protobuf where the caller can
     decode it (415 for anything else)."""
     media = media_type_of(content_type)
     if not media:
         return JSON
-    if media in INPUT_TYPES or (allow_protobuf and media in PROTOBUF_INPUT_TYPES):
+    if media in INPUT_TYPES or (allow_protobuf and media in PROTOBUF_TYPES):
         return media
     raise unsupported_media_type(INPUT_TYPES)

@@ -1,4 +1,5 @@
-"""Body decoding and response encoding: JSON (orjson) and YAML.
+"""Body decoding and response encoding: JSON (orjson), YAML and (encoding only, through
+``apiserver.protobuf``) Protobuf.
 
 Decoding reports duplicate keys (as dotted paths, ``spec.containers[0].name``) so that field
 validation can warn about them or reject them; the last duplicate wins, as in Go's decoder.
@@ -19,7 +20,8 @@ from typing import Any, Final
 import orjson
 import yaml
 
-from apiserver.endpoints.negotiation import YAML
+from apiserver import protobuf
+from apiserver.endpoints.negotiation import JSON, PROTOBUF_TYPES, YAML
 from apiserver.status import bad_request
 
 # Responses larger than this are gzip-compressed when the client accepts it (upstream
@@ -263,10 +265,16 @@ def _encode_yaml(obj: Any) -> bytes:
     return text.encode("utf-8")
 
 
+def _encode_protobuf(obj: Any) -> bytes:
+    return protobuf.encode(obj)
+
+
 @functools.lru_cache(maxsize=8)
 def encoder_for(media_type: str, pretty: bool) -> Callable[[Any], bytes]:
     if media_type == YAML:
         return _encode_yaml
+    if media_type in PROTOBUF_TYPES:
+        return _encode_protobuf
     opts = orjson.OPT_APPEND_NEWLINE | (orjson.OPT_INDENT_2 if pretty else 0)
     return lambda obj: orjson.dumps(obj, option=opts)
 
@@ -275,8 +283,11 @@ def encode(obj: Any, media_type: str, pretty: bool = False) -> bytes:
     return encoder_for(media_type, pretty)(obj)
 
 
-def encode_watch_event(event_type: str, obj: Any) -> bytes:
-    """One watch frame: a JSON document and a newline (upstream JSON stream framing)."""
+def encode_watch_event(event_type: str, obj: Any, media_type: str = JSON) -> bytes:
+    """One watch frame: a JSON document and a newline (upstream JSON stream framing), or a
+    length-prefixed protobuf WatchEvent."""
+    if media_type in PROTOBUF_TYPES:
+        return protobuf.encode_watch_event(event_type, obj)
     return orjson.dumps({"type": event_type, "object": obj}, option=orjson.OPT_APPEND_NEWLINE)
 
 

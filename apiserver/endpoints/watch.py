@@ -18,7 +18,7 @@ from aiohttp import web
 
 from apiserver.endpoints import serializers
 from apiserver.endpoints.fieldvalidation import warning_header
-from apiserver.endpoints.negotiation import TABLE
+from apiserver.endpoints.negotiation import JSON, TABLE
 from apiserver.endpoints.params import list_options
 from apiserver.endpoints.response import transform_watch_object
 from apiserver.status import APIError
@@ -38,7 +38,7 @@ def _frame(scope: Scope, item: WatchItem, first: bool) -> bytes:
                "metadata": {"resourceVersion": rv}, "columnDefinitions": None, "rows": None}
     elif item.type != "ERROR":
         obj = transform_watch_object(scope, obj, first=first)
-    return serializers.encode_watch_event(item.type, obj)
+    return serializers.encode_watch_event(item.type, obj, scope.output.media_type)
 
 
 def _gone(request: web.Request) -> bool:
@@ -53,7 +53,9 @@ async def handle(scope: Scope) -> web.StreamResponse:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + opts.timeout_seconds if opts.timeout_seconds > 0 else None
     resp = web.StreamResponse(status=200)
-    resp.content_type = scope.output.media_type
+    media = scope.output.media_type
+    # upstream: JSON streams keep their type, others say ;stream=watch
+    resp.headers["Content-Type"] = media if media == JSON else f"{media};stream=watch"
     resp.enable_chunked_encoding()
     for w in scope.warnings:
         resp.headers.add("Warning", warning_header(w))
@@ -82,7 +84,8 @@ async def handle(scope: Scope) -> web.StreamResponse:
                 break
             except APIError as err:
                 # Headers are sent: a failure now can only be an ERROR event (upstream).
-                await resp.write(serializers.encode_watch_event("ERROR", err.body()))
+                await resp.write(serializers.encode_watch_event("ERROR", err.body(),
+                                                                scope.output.media_type))
                 break
             await resp.write(_frame(scope, item, first))
             if item.type in ("ADDED", "MODIFIED", "DELETED"):

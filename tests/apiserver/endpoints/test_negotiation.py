@@ -19,7 +19,10 @@ def test_negotiate_unit() -> None:
     assert negotiate_output("*/*").media_type == "application/json"
     assert negotiate_output("application/*").media_type == "application/json"
     assert negotiate_output("application/yaml").media_type == "application/yaml"
-    out = negotiate_output("application/vnd.platform.protobuf, application/yaml")
+    out = negotiate_output("application/cbor, application/yaml")
+    assert out.media_type == "application/yaml"
+    out = negotiate_output("application/vnd.kubernetes.protobuf, application/yaml",
+                           allow_protobuf=False)
     assert out.media_type == "application/yaml"
     out = negotiate_output("application/json;q=0.5, application/yaml;q=0.9")
     assert out.media_type == "application/yaml"
@@ -48,20 +51,22 @@ async def test_yaml_in(client) -> None:
 
 async def test_not_acceptable(client) -> None:
     await create_cm(client, "a")
-    for accept in ("application/vnd.platform.protobuf", "application/cbor", "text/html",
+    for accept in ("application/cbor", "text/html",
                    "application/json;as=Table;g=meta.plat.io;v=v2"):
         r = await client.get(f"{CM}/a", headers={"Accept": accept})
         assert r.status == 406, accept
         body = await r.json()
         assert body["reason"] == "NotAcceptable"
         assert body["message"] == ("only the following media types are accepted: "
-                                   "application/json, application/yaml")
+                                   "application/json, application/yaml, "
+                                   "application/vnd.platform.protobuf")
     r = await client.get(f"{CM}/a", headers={"Accept": "application/cbor, application/json"})
     assert r.status == 200
     r = await client.get(f"{CM}?watch=1", headers={"Accept": "application/yaml"})
     assert r.status == 406  # the Status itself is YAML, as upstream's ErrorNegotiated
-    assert yaml.safe_load(await r.text())["message"] == ("only the following media types are accepted: "
-                                           "application/json")
+    assert yaml.safe_load(await r.text())["message"] == (
+        "only the following media types are accepted: application/json, "
+        "application/vnd.platform.protobuf")
 
 
 async def test_table_list_and_get(client) -> None:
