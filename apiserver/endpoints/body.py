@@ -73,7 +73,7 @@ def apply_field_validation(scope: Scope, obj: dict[str, Any], duplicates: list[s
                            directive: str, *, decode_prefix: bool = True) -> None:
     """Drop unknown fields from ``obj``; under Strict raise 400 listing every unknown and
     duplicate field, under Warn record one warning per field on the scope."""
-    unknown = fieldvalidation.drop_unknown_fields(obj, scope.kind)
+    unknown = fieldvalidation.drop_unknown_fields(obj, scope.kind, scope.api_version)
     problems = fieldvalidation.field_problems(unknown, duplicates)
     if not problems or directive == fieldvalidation.IGNORE:
         return

@@ -1,9 +1,13 @@
 """Field validation of request bodies (SPEC 4.8.5, upstream ``fieldValidation``).
 
-Until the schemas of the types issue arrive, the known fields are: the top level of the
-kinds enumerated below (any kind: apiVersion, kind, metadata), ``metadata`` (ObjectMeta),
-its ``ownerReferences`` items and ``managedFields`` entries. Unknown fields are always
-removed from the object; the directive decides what the client hears:
+Known fields come from the v1.33 schema data of ``apiserver.protobuf`` (every field of
+every built-in kind, at every depth, as upstream's Go types know them: inline structs
+flattened, maps of objects and lists of objects walked, free-form values such as
+RawExtension, FieldsV1, IntOrString and Quantity left alone). Kinds the schema does not
+know (custom resources, until their schemas arrive) fall back to a smaller table: the top
+level of the kinds enumerated below, ``metadata`` (ObjectMeta), its ``ownerReferences``
+items and ``managedFields`` entries. Unknown fields are always removed from the object;
+the directive decides what the client hears:
 
 - ``Strict``: 400 listing every unknown and duplicate field;
 - ``Warn`` (default): success with one ``Warning: 299 - "..."`` header per field;
@@ -12,7 +16,11 @@ removed from the object; the directive decides what the client hears:
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Final
+
+from apiserver import protobuf
+from apiserver.protobuf.schema import Field, Kind, Message, Special, message
 
 IGNORE: Final = "Ignore"
 WARN: Final = "Warn"
@@ -63,10 +71,62 @@ def _prune(obj: dict[str, Any], known: frozenset[str], path: str, out: list[str]
         del obj[key]
 
 
-def drop_unknown_fields(obj: dict[str, Any], kind: str) -> list[str]:
+@functools.cache
+def _fields_by_json_name(name: str) -> dict[str, Field]:
+    """The JSON members of message ``name``, inline (embedded) structs flattened."""
+    out: dict[str, Field] = {}
+    for f in message(name).ordered:
+        if f.inline and f.message is not None:
+            out.update(_fields_by_json_name(f.message))
+        else:
+            out[f.name] = f
+    return out
+
+
+def _walk_message(obj: dict[str, Any], msg: Message, path: str, out: list[str],
+                  top: bool = False) -> None:
+    fields = _fields_by_json_name(msg.name)
+    for key in list(obj):
+        f = fields.get(key)
+        child = f"{path}.{key}" if path else key
+        if f is None:
+            if top and key in ("apiVersion", "kind"):
+                continue
+            out.append(child)
+            del obj[key]
+            continue
+        value = obj[key]
+        if f.kind == Kind.MESSAGE and f.message is not None and f.special == Special.NONE:
+            sub = message(f.message)
+            if f.repeated and isinstance(value, list):
+                for i, item in enumerate(value):
+                    if isinstance(item, dict):
+                        _walk_message(item, sub, f"{child}[{i}]", out)
+            elif isinstance(value, dict):
+                _walk_message(value, sub, child, out)
+        elif (f.kind == Kind.MAP and f.map is not None and f.map.value_message is not None
+              and f.map.value_special == Special.NONE and isinstance(value, dict)):
+            sub = message(f.map.value_message)
+            for k, item in value.items():
+                if isinstance(item, dict):
+                    _walk_message(item, sub, f"{child}[{k}]", out)
+
+
+def _schema_of(api_version: str, kind: str) -> Message | None:
+    try:
+        return message(protobuf.type_name_for(api_version, kind))
+    except protobuf.UnknownKind:
+        return None
+
+
+def drop_unknown_fields(obj: dict[str, Any], kind: str, api_version: str = "") -> list[str]:
     """Remove unknown fields from ``obj`` in place; return their dotted paths in document
-    order (top level first, then metadata)."""
+    order."""
     unknown: list[str] = []
+    schema = _schema_of(api_version, kind) if api_version else None
+    if schema is not None:
+        _walk_message(obj, schema, "", unknown, top=True)
+        return unknown
     top = _KIND_FIELDS.get(kind)
     if top is not None:
         _prune(obj, _COMMON | top, "", unknown)
