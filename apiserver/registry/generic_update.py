@@ -92,6 +92,15 @@ async def update(store: GenericStore, ctx: Context, name: str, transform: Transf
         if not isinstance(obj.get("metadata"), dict):
             obj["metadata"] = {}
         meta = obj["metadata"]
+        stored_uid = str(old["metadata"].get("uid") or "")
+        body_uid = str(meta.get("uid") or "")
+        if body_uid and body_uid != stored_uid and ctx.info is not None \
+                and ctx.info.verb == "update":
+            # a PUT body's uid is a storage precondition upstream (a PATCH's is not: it
+            # fails validation as an immutable field instead)
+            raise status.conflict(store.resource, store.group, name,
+                                  f"Precondition failed: UID in precondition: {body_uid}, "
+                                  f"UID in object meta: {stored_uid}")
         stored_rv = str(old["metadata"].get("resourceVersion") or "")
         new_rv = str(meta.get("resourceVersion") or "")
         if not new_rv:

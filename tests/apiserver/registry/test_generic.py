@@ -514,3 +514,20 @@ async def test_single_name_field_selector_reads_one_key(stores: Any) -> None:
     ev = await it.__anext__()
     assert ev.type == "MODIFIED" and ev.object["metadata"]["name"] == "a"
     stream.stop()
+
+
+async def test_put_with_another_uid_is_a_precondition_conflict(stores: Any) -> None:
+    from apiserver.registry.interface import Context
+    from apiserver.request import RequestInfo
+    from tests.apiserver.registry.conftest import USER
+    cm = stores[CM]
+    a = await cm.create(ctx("ns1"), {"metadata": {"name": "a"}}, W)
+    put_ctx = Context(namespace="ns1", user=USER, info=RequestInfo(
+        is_resource_request=True, path="/api/v1/namespaces/ns1/configmaps/a", verb="update",
+        namespace="ns1", resource="configmaps", name="a"))
+    body = {"metadata": {"name": "a", "uid": "other"}}
+    with pytest.raises(APIError) as e:
+        await cm.update(put_ctx, "a", put(body), W)
+    assert e.value.code == 409
+    assert e.value.message == ('Operation cannot be fulfilled on configmaps "a": Precondition failed: UID in '
+                               f'precondition: other, UID in object meta: {a["metadata"]["uid"]}')
