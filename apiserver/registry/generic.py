@@ -122,10 +122,11 @@ class GenericStore:
 
     def decorate(self, obj: Object) -> Object:
         """A copy with kind and apiVersion set (the stored form may lack them)."""
-        out: Object = {"kind": self.strategy.kind, "apiVersion": self.strategy.group_version}
-        for k, val in obj.items():
-            if k not in out:
-                out[k] = val
+        kind, av = self.strategy.kind, self.strategy.group_version
+        out: Object = {"kind": kind, "apiVersion": av}
+        out.update(obj)
+        out["kind"] = kind
+        out["apiVersion"] = av
         return out
 
     def storage_error(self, err: StorageError, name: str = "") -> status.APIError:
