@@ -31,7 +31,7 @@ from apiserver.endpoints.negotiation import (
     OutputType,
     negotiate_output,
 )
-from apiserver.endpoints.response import Scope, write_error
+from apiserver.endpoints.response import GenericServerError, Scope, write_error
 from apiserver.registry.interface import Context
 from apiserver.request import request_info, user_of
 from apiserver.status import APIError
@@ -62,13 +62,13 @@ ALL_NAMESPACES_VERBS: Final = frozenset({"list", "watch"})
 
 def not_found() -> APIError:
     """Upstream's NotFound for unregistered paths (NewGenericServerResponse(404))."""
-    return APIError(404, "NotFound", "the server could not find the requested resource")
+    return GenericServerError(404, "NotFound", "the server could not find the requested resource")
 
 
 def method_not_allowed() -> APIError:
     """Upstream's answer for a registered path with an unregistered method."""
-    return APIError(405, "MethodNotAllowed",
-                    "the server does not allow this method on the requested resource")
+    return GenericServerError(405, "MethodNotAllowed",
+                              "the server does not allow this method on the requested resource")
 
 
 def _route(info: RequestInfo, store: RESTStore) -> Handler:

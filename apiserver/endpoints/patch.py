@@ -17,7 +17,7 @@ import orjson
 from apiserver.endpoints.body import apply_field_validation, read_body
 from apiserver.endpoints.negotiation import media_type_of, unsupported_media_type
 from apiserver.endpoints.params import write_options
-from apiserver.endpoints.response import write_object
+from apiserver.endpoints.response import GenericServerError, write_object
 from apiserver.endpoints.serializers import decode_patch_json, depth_exceeds
 from apiserver.endpoints.update import check_name
 from apiserver.status import APIError, bad_request, not_found, too_large
@@ -54,8 +54,8 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 def _patch_failed() -> APIError:
     # Upstream NewGenericServerResponse(422, ...): the cause is not echoed.
-    return APIError(422, "Invalid",
-                    "the server rejected our request due to an error in our request")
+    return GenericServerError(422, "Invalid",
+                              "the server rejected our request due to an error in our request")
 
 
 def _decode_json_patch(body: bytes) -> jsonpatch.JsonPatch:

@@ -24,11 +24,11 @@ from apiserver.endpoints.negotiation import (
     OutputType,
 )
 from apiserver.endpoints.params import table_params
+from apiserver.status import APIError
 
 if TYPE_CHECKING:
     from apiserver.registry.interface import Context, Object, RESTStore
     from apiserver.request import RequestInfo
-    from apiserver.status import APIError
 
 _BROWSER_AGENTS: Final = ("curl", "Wget", "Mozilla/5.0")
 
@@ -81,6 +81,19 @@ class Scope:
             g, v = ri.sub_kind_group, ri.sub_kind_version
             return f"{g}/{v}" if g else v
         return ri.group_version
+
+
+class GenericServerError(APIError):
+    """Upstream's NewGenericServerResponse: a Status whose ``details`` is present but empty
+    (``"details": {}``), as the 404 for unknown paths, the 405 for unrouted methods and the
+    422 of a failed JSON patch carry."""
+
+    def body(self) -> dict[str, Any]:
+        status = super().body()
+        code = status.pop("code")
+        status.setdefault("details", {})
+        status["code"] = code
+        return status
 
 
 # ---- transformations --------------------------------------------------------------------------
@@ -151,8 +164,6 @@ def transform(scope: Scope, obj: Object, *, headers: bool = True) -> Object:
 
 
 def _conversion_not_acceptable(convert: str, is_list: bool) -> APIError:
-    from apiserver.status import APIError
-
     if is_list:
         msg = f"you requested {convert}, but the requested object is a list"
     else:

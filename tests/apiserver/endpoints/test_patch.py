@@ -42,6 +42,7 @@ async def test_json_patch_failed_test_is_422(client, stores) -> None:
     body = await r.json()
     assert r.status == 422 and body["reason"] == "Invalid"
     assert body["message"] == "the server rejected our request due to an error in our request"
+    assert body["details"] == {}
     assert stores[("", "v1", "configmaps")].objects[("ns1", "a")]["data"] == {"k": "v"}
     r = await client.patch(f"{CM}/a", headers=JP,
                            data=orjson.dumps([{"op": "remove", "path": "/nope/x"}]))

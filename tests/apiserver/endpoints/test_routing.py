@@ -53,6 +53,8 @@ async def test_unknown_resource_404(client) -> None:
         assert body["kind"] == "Status" and body["reason"] == "NotFound"
         assert body["message"] == "the server could not find the requested resource"
         assert body["code"] == 404
+        assert body["details"] == {}  # upstream's NewGenericServerResponse
+        assert list(body)[-1] == "code"
 
 
 async def test_cluster_scoped_under_namespace_404(client) -> None:
