@@ -14,7 +14,7 @@ import functools
 import gzip
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 import orjson
@@ -120,7 +120,9 @@ _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class _Loader(_BaseLoader):  # type: ignore[misc]
-    """Safe loader without implicit timestamps that records duplicate mapping keys."""
+    """Safe loader without implicit timestamps that records duplicate mapping keys: for
+    each mapping with duplicates, the dict it became and the duplicated keys (paths are
+    computed once the document is built)."""
 
     yaml_implicit_resolvers = {
         first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
@@ -129,18 +131,25 @@ class _Loader(_BaseLoader):  # type: ignore[misc]
 
     def __init__(self, stream: Any) -> None:
         super().__init__(stream)
-        self.duplicates: list[str] = []
+        self.dups_by_id: dict[int, tuple[dict[Any, Any], list[str]]] = {}
 
-    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+    def construct_dup_aware_map(self, node: Any) -> Iterator[dict[Any, Any]]:
+        data: dict[Any, Any] = {}
+        yield data
         seen: set[Any] = set()
+        dups: list[str] = []
         for key_node, _ in node.value:
             key = getattr(key_node, "value", None)
             if isinstance(key, str):
-                if key in seen and key not in self.duplicates:
-                    self.duplicates.append(key)
+                if key in seen and key not in dups:
+                    dups.append(key)
                 seen.add(key)
-        result: dict[Any, Any] = super().construct_mapping(node, deep=deep)
-        return result
+        data.update(self.construct_mapping(node))
+        if dups:
+            self.dups_by_id[id(data)] = (data, dups)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:map", _Loader.construct_dup_aware_map)
 
 
 def _json_key(key: Any) -> str:
@@ -178,13 +187,15 @@ def _decode_yaml(body: bytes) -> tuple[Any, list[str]]:
     try:
         value = loader.get_single_data()
         converted = _to_json_value(value, [max(_MAX_NODES_FLOOR, len(body))])
+        dups = (_duplicate_paths(value, {i: d for i, (_, d) in loader.dups_by_id.items()})
+                if loader.dups_by_id else [])
     except yaml.YAMLError as e:
         raise DecodeError(f"error converting YAML to JSON: yaml: {e}") from None
     except RecursionError:
         raise DecodeError("error converting YAML to JSON: exceeded max depth") from None
     finally:
         loader.dispose()
-    return converted, list(loader.duplicates)
+    return converted, dups
 
 
 def depth_exceeds(value: Any, limit: int = MAX_DEPTH) -> bool:

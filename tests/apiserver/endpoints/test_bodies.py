@@ -145,7 +145,7 @@ async def test_field_validation_yaml_duplicates(client) -> None:
     r = await client.post(f"{CM}?fieldValidation=Strict", data=body,
                           headers={"Content-Type": "application/yaml"})
     assert r.status == 400
-    assert 'duplicate field "a"' in (await r.json())["message"]
+    assert 'duplicate field "data.a"' in (await r.json())["message"]
 
 
 async def test_hostile_bodies_are_400(client) -> None:
