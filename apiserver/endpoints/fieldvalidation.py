@@ -83,6 +83,14 @@ def _fields_by_json_name(name: str) -> dict[str, Field]:
     return out
 
 
+@functools.cache
+def _has_type_meta(name: str) -> bool:
+    """Whether the Go type of message ``name`` embeds TypeMeta (apiVersion/kind are then
+    known fields even when nested, as in a StatefulSet's volumeClaimTemplates). The schema
+    data does not say; a type with ``metadata`` or an options type is taken to."""
+    return "metadata" in _fields_by_json_name(name) or name.endswith("Options")
+
+
 def _walk_message(obj: dict[str, Any], msg: Message, path: str, out: list[str],
                   top: bool = False) -> None:
     fields = _fields_by_json_name(msg.name)
@@ -90,7 +98,7 @@ def _walk_message(obj: dict[str, Any], msg: Message, path: str, out: list[str],
         f = fields.get(key)
         child = f"{path}.{key}" if path else key
         if f is None:
-            if top and key in ("apiVersion", "kind"):
+            if key in ("apiVersion", "kind") and (top or _has_type_meta(msg.name)):
                 continue
             out.append(child)
             del obj[key]

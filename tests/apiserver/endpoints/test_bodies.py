@@ -187,7 +187,8 @@ async def test_field_validation_nested_from_schema(client, stores) -> None:
                     "volumes": [{"name": "v", "configMap": {"name": "cm", "extra": True}}],
                 },
             },
-            "volumeClaimTemplates": [{"metadata": {"name": "d"}, "spec": {
+            "volumeClaimTemplates": [{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                                      "metadata": {"name": "d"}, "spec": {
                 "accessModes": ["ReadWriteOnce"], "storageClassName": "",
                 "resources": {"requests": {"storage": "1Gi"}}}}],
             "unknownSpecField": 1,
