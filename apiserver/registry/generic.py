@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from apiserver import selectors, status
 from apiserver.admission.interface import CREATE, EMPTY_CHAIN, Attributes, Chain
-from apiserver.registry import generic_delete, generic_update
+from apiserver.registry import generic_delete, generic_update, shape
 from apiserver.registry import validation as v
 from apiserver.registry.interface import (
     Column,
@@ -224,6 +224,7 @@ class GenericStore:
         if not isinstance(obj, dict):
             raise status.bad_request(f"the body of the request must be a {self.strategy.kind} "
                                      "object")
+        shape.check(obj, self.strategy.kind, self.strategy.typed_fields)
         obj = deep_copy(obj)
         meta = obj.get("metadata")
         if meta is None:

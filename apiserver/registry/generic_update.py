@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from apiserver import status
 from apiserver.admission.interface import CREATE, UPDATE
+from apiserver.registry import shape
 from apiserver.registry import validation as v
 from apiserver.registry.treecopy import deep_copy
 from storage import interface as si
@@ -41,7 +42,9 @@ def should_delete_during_update(store: GenericStore, new: Object, old: Object) -
     om = old.get("metadata") or {}
     if nm.get("finalizers"):
         return False
-    if store.strategy.resource == "namespaces" and (new.get("spec") or {}).get("finalizers"):
+    spec = new.get("spec")
+    if store.strategy.resource == "namespaces" and isinstance(spec, dict) \
+            and spec.get("finalizers"):
         return False
     if not om.get("deletionTimestamp"):
         return False
@@ -64,6 +67,7 @@ async def update(store: GenericStore, ctx: Context, name: str, transform: Transf
             if not isinstance(obj, dict):
                 raise status.bad_request(f"the body of the request must be a {strategy.kind} "
                                          "object")
+            shape.check(obj, strategy.kind, strategy.typed_fields)
             if not isinstance(obj.get("metadata"), dict):
                 obj["metadata"] = {}
             meta = obj["metadata"]
@@ -89,6 +93,7 @@ async def update(store: GenericStore, ctx: Context, name: str, transform: Transf
         if not isinstance(obj, dict):
             raise status.bad_request(f"the body of the request must be a {strategy.kind} "
                                      "object")
+        shape.check(obj, strategy.kind, strategy.typed_fields)
         if not isinstance(obj.get("metadata"), dict):
             obj["metadata"] = {}
         meta = obj["metadata"]

@@ -57,6 +57,8 @@ class Strategy:
     # Field selectors beyond ``common_fields``.
     field_getters: ClassVar[Mapping[str, FieldGetter]] = {}
     common_fields: ClassVar[Mapping[str, FieldGetter]] = selectors.COMMON_FIELDS
+    # Top-level fields with a JSON type the decoder enforces (field -> Go type), see shape.
+    typed_fields: ClassVar[Mapping[str, str]] = {}
     # Which endpoint this strategy serves: "" main resource, "status", "finalize".
     subresource: ClassVar[str] = ""
 

@@ -110,6 +110,8 @@ class ConfigMapStrategy(Strategy):
     singular = "configmap"
     short_names = ("cm",)
     allow_create_on_update = False
+    typed_fields = {"data": "map[string]string", "binaryData": "map[string][]uint8",
+                    "immutable": "bool"}
 
     def table_columns(self) -> list[Column]:
         return [tables.NAME, Column(name="Data", type="integer",

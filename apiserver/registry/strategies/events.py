@@ -162,6 +162,9 @@ class EventStrategy(Strategy):
     short_names = ("ev",)
     allow_create_on_update = True
     gc_policy = GC_UNSUPPORTED
+    typed_fields = {"involvedObject": "v1.ObjectReference", "source": "v1.EventSource",
+                    "series": "v1.EventSeries", "related": "v1.ObjectReference",
+                    "reason": "string", "message": "string", "type": "string"}
     field_getters = {
         **{f"involvedObject.{f}": selectors.path_getter(f"involvedObject.{f}")
            for f in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion",

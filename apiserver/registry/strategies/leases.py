@@ -21,6 +21,7 @@ class LeaseStrategy(Strategy):
     singular = "lease"
     allow_create_on_update = True
     allow_unconditional_update = False
+    typed_fields = {"spec": "v1.LeaseSpec"}
 
     def table_columns(self) -> list[Column]:
         return [tables.NAME, Column(name="Holder", type="string",

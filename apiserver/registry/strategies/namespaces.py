@@ -40,6 +40,7 @@ class NamespaceStrategy(Strategy):
     namespaced = False
     short_names = ("ns",)
     has_status = True
+    typed_fields = {"spec": "v1.NamespaceSpec", "status": "v1.NamespaceStatus"}
     return_deleted_object = True
     gc_policy = GC_UNSUPPORTED
     field_getters = {"status.phase": selectors.path_getter("status.phase")}

@@ -37,6 +37,8 @@ class SecretStrategy(Strategy):
     resource = "secrets"
     singular = "secret"
     field_getters = {"type": selectors.path_getter("type")}
+    typed_fields = {"data": "map[string][]uint8", "stringData": "map[string]string",
+                    "type": "string", "immutable": "bool"}
 
     def table_columns(self) -> list[Column]:
         return [tables.NAME,

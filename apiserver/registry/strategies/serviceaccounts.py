@@ -18,6 +18,8 @@ class ServiceAccountStrategy(Strategy):
     resource = "serviceaccounts"
     singular = "serviceaccount"
     short_names = ("sa",)
+    typed_fields = {"secrets": "[]v1.ObjectReference",
+                    "imagePullSecrets": "[]v1.LocalObjectReference"}
 
     def table_columns(self) -> list[Column]:
         return [tables.NAME, Column(name="Secrets", type="integer", description=(

@@ -144,6 +144,7 @@ class StatefulSetStrategy(Strategy):
     categories = ("all",)
     tracks_generation = True
     has_status = True
+    typed_fields = {"spec": "v1.StatefulSetSpec", "status": "v1.StatefulSetStatus"}
     field_getters = {"status.successful": selectors.path_getter("status.successful")}
 
     def field_label_error(self, label: str) -> str:

@@ -446,9 +446,21 @@ async def test_non_object_bodies_are_bad_requests(stores: Any) -> None:
     with pytest.raises(APIError) as e:
         await cm.update(ctx("ns1"), "a", to_list, W)
     assert e.value.code == 400
+    # wrong JSON types are the typed decoder's 400, as upstream
     with pytest.raises(APIError) as e:
         await cm.create(ctx("ns1"), {"metadata": {"name": 5, "labels": "x"}}, W)
-    assert e.value.code == 422
+    assert e.value.code == 400
+    assert e.value.message == ('ConfigMap in version "v1" cannot be handled as a ConfigMap: json: cannot '
+                               "unmarshal number into Go struct field ObjectMeta.metadata.name of type string")
+    with pytest.raises(APIError) as e:
+        await cm.create(ctx("ns1"), {"metadata": {"name": "z"}, "data": {"a": 1}}, W)
+    assert e.value.message.endswith("cannot unmarshal number into Go struct field ConfigMap.data of type string")
+    with pytest.raises(APIError) as e:
+        await stores[("apps", "v1", "statefulsets")].create(ctx("ns1"), {"metadata": {"name": "z"}, "spec": []}, W)
+    assert e.value.message.endswith("cannot unmarshal array into Go struct field StatefulSet.spec of type v1.StatefulSetSpec")
+    with pytest.raises(APIError) as e:
+        await cm.update(ctx("ns1"), "a", patch(lambda o: o["metadata"].update(finalizers=[1])), W)
+    assert e.value.code == 400
 
 
 def test_go_base64_offsets() -> None:
