@@ -149,3 +149,33 @@ async def test_large_list_from_watch_cache(real, capsys) -> None:
     assert len(orjson.loads(body)["items"]) == N
     with capsys.disabled():
         print(f"\n{N}-item list (watch cache, rv=0): {best * 1000:.0f} ms end to end")
+
+
+async def test_statefulset_strict_and_subresources(real) -> None:
+    sts = {
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "web"},
+        "spec": {
+            "serviceName": "web", "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{
+                "name": "nginx", "image": "nginx:1.27",
+                "ports": [{"containerPort": 80, "name": "http"}]}]}},
+            "volumeClaimTemplates": [{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                                      "metadata": {"name": "data"}, "spec": {
+                                          "accessModes": ["ReadWriteOnce"],
+                                          "resources": {"requests": {"storage": "1Gi"}}}}],
+        },
+    }
+    base = "/apis/apps/v1/namespaces/default/statefulsets"
+    r = await real.post(f"{base}?fieldValidation=Strict", json=sts)
+    assert r.status == 201, await r.text()
+    assert "Warning" not in r.headers
+    r = await real.get(f"{base}/web/scale")
+    scale = await r.json()
+    assert r.status == 200 and scale["kind"] == "Scale", scale
+    r = await real.patch(f"{base}/web/scale", data=b'{"spec":{"replicas":3}}', headers=MP)
+    assert r.status == 200, await r.text()
+    r = await real.get(f"{base}/web")
+    assert (await r.json())["spec"]["replicas"] == 3
+    r = await real.get(base, headers={"Accept": "application/vnd.kubernetes.protobuf"})
+    assert r.status == 200
+    assert r.headers["Content-Type"] == "application/vnd.kubernetes.protobuf"
