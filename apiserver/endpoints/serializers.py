@@ -14,6 +14,7 @@ import functools
 import gzip
 import json
 import math
+import re
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
@@ -90,9 +91,26 @@ def _decode_json(body: bytes, track_duplicates: bool) -> tuple[Any, list[str]]:
         raise DecodeError(str(e)) from None
     except RecursionError:
         raise DecodeError("exceeded max depth") from None
-    if not dup_by_id:
-        return value, []
-    return value, _duplicate_paths(value, {i: d for i, (_, d) in dup_by_id.items()})
+    dups = (_duplicate_paths(value, {i: d for i, (_, d) in dup_by_id.items()})
+            if dup_by_id else [])
+    if _SURROGATE_ESCAPE.search(body):
+        value = _fix_surrogates(value)
+    return value, dups
+
+
+# \uD800-\uDFFF escapes: json.loads keeps a lone surrogate, which no encoder can write.
+_SURROGATE_ESCAPE: Final = re.compile(rb"\\[uU][dD][89a-fA-F]")
+
+
+def _fix_surrogates(value: Any) -> Any:
+    """Lone surrogates become U+FFFD, as Go's decoder does (pairs were joined already)."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {_fix_surrogates(k): _fix_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fix_surrogates(v) for v in value]
+    return value
 
 
 def _duplicate_paths(root: Any, dups: dict[int, list[str]]) -> list[str]:
@@ -189,6 +207,8 @@ def _decode_yaml(body: bytes) -> tuple[Any, list[str]]:
         converted = _to_json_value(value, [max(_MAX_NODES_FLOOR, len(body))])
         dups = (_duplicate_paths(value, {i: d for i, (_, d) in loader.dups_by_id.items()})
                 if loader.dups_by_id else [])
+        if _SURROGATE_ESCAPE.search(body):
+            converted = _fix_surrogates(converted)
     except yaml.YAMLError as e:
         raise DecodeError(f"error converting YAML to JSON: yaml: {e}") from None
     except RecursionError:

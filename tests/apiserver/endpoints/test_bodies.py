@@ -212,3 +212,14 @@ async def test_field_validation_nested_from_schema(client, stores) -> None:
     container = stored["spec"]["template"]["spec"]["containers"][0]
     assert "colour" not in container and container["resources"] == {"limits": {"cpu": "1"}}
     assert stored["spec"]["template"]["spec"]["volumes"][0]["configMap"] == {"name": "cm"}
+
+
+async def test_lone_surrogates_become_replacement_characters(client) -> None:
+    body = b'{"metadata":{"name":"u"},"data":{"k":"a\\ud800b","p":"\\ud83d\\ude00"}}'
+    r = await client.post(CM, data=body, headers={"Content-Type": "application/json"})
+    assert r.status == 201, await r.text()
+    assert (await r.json())["data"] == {"k": "a\ufffdb", "p": "\U0001F600"}
+    # YAML has no surrogate escapes: a clean 400
+    r = await client.post(CM, data=b'metadata: {name: v}\ndata: {k: "a\\ud800b"}\n',
+                          headers={"Content-Type": "application/yaml"})
+    assert r.status == 400
