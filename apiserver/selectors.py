@@ -269,11 +269,20 @@ def label_selector_from_object(sel: Mapping[str, Any] | None) -> LabelSelector |
     missing selector. Operators: In, NotIn, Exists, DoesNotExist."""
     if sel is None:
         return None
+    if not isinstance(sel, Mapping):
+        raise SelectorError("a label selector must be an object")
     reqs: list[Requirement] = []
-    for k, val in (sel.get("matchLabels") or {}).items():
+    labels = sel.get("matchLabels") or {}
+    exprs = sel.get("matchExpressions") or []
+    if not isinstance(labels, Mapping) or not isinstance(exprs, list):
+        raise SelectorError("matchLabels must be a map and matchExpressions a list")
+    for k, val in labels.items():
         reqs.append(Requirement(str(k), "=", (str(val),)))
     ops = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
-    for expr in sel.get("matchExpressions") or []:
+    for expr in exprs:
+        if not isinstance(expr, Mapping) or not isinstance(expr.get("values") or [], list):
+            raise SelectorError("a selector requirement must be an object with a list of "
+                                "values")
         op = ops.get(str(expr.get("operator", "")))
         if op is None:
             raise SelectorError(f"{expr.get('operator')!r} is not a valid label selector "

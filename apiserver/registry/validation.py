@@ -58,7 +58,7 @@ def go_value(value: Any) -> str:
         return str(value)
     if isinstance(value, Mapping):
         inner = ", ".join(f"{go_quote(str(k))}:{go_quote(str(v))}" for k, v in
-                          sorted(value.items()))
+                          sorted(value.items(), key=lambda kv: str(kv[0])))
         return "map[string]string{" + inner + "}"
     if isinstance(value, list):
         return "[]string{" + ", ".join(go_quote(str(x)) for x in value) + "}"
@@ -250,6 +250,51 @@ def validate_annotations(annotations: Any, field: str) -> list[Cause]:
         total += len(str(k)) + len(val)
     if total > TOTAL_ANNOTATION_SIZE:
         causes.append(too_long(field, TOTAL_ANNOTATION_SIZE))
+    return causes
+
+
+def validate_label_selector(sel: Any, field: str) -> list[Cause]:
+    """Upstream metav1validation.ValidateLabelSelector."""
+    if sel is None:
+        return []
+    if not isinstance(sel, dict):
+        return [type_invalid(field, sel, "a label selector")]
+    causes = validate_labels(sel.get("matchLabels"), f"{field}.matchLabels")
+    exprs = sel.get("matchExpressions")
+    if exprs is None:
+        return causes
+    if not isinstance(exprs, list):
+        return [*causes, type_invalid(f"{field}.matchExpressions", exprs, "a list")]
+    for i, expr in enumerate(exprs):
+        ef = f"{field}.matchExpressions[{i}]"
+        if not isinstance(expr, dict):
+            causes.append(type_invalid(ef, expr, "a label selector requirement"))
+            continue
+        op = expr.get("operator")
+        values = expr.get("values") or []
+        if not isinstance(values, list):
+            causes.append(type_invalid(f"{ef}.values", values, "a list of strings"))
+            values = []
+        if op in ("In", "NotIn"):
+            if not values:
+                causes.append(required(f"{ef}.values",
+                                       "must be specified when `operator` is 'In' or 'NotIn'"))
+        elif op in ("Exists", "DoesNotExist"):
+            if values:
+                causes.append(forbidden(f"{ef}.values", "may not be specified when `operator` "
+                                        "is 'Exists' or 'DoesNotExist'"))
+        else:
+            causes.append(invalid(f"{ef}.operator", op if isinstance(op, str) else str(op),
+                                  "not a valid selector operator"))
+        key = expr.get("key")
+        for e in qualified_name_errors(key if isinstance(key, str) else ""):
+            causes.append(invalid(f"{ef}.key", key, e))
+        for j, val in enumerate(values):
+            if not isinstance(val, str):
+                causes.append(type_invalid(f"{ef}.values[{j}]", val, "a string"))
+                continue
+            for e in label_value_errors(val):
+                causes.append(invalid(f"{ef}.values[{j}]", val, e))
     return causes
 
 

@@ -263,12 +263,14 @@ class StatefulSetStrategy(Strategy):
             causes.append(v.invalid("spec.selector", v.Raw("null"),
                                     "empty selector is invalid for statefulset"))
         else:
-            causes += v.validate_labels(sel.get("matchLabels"), "spec.selector.matchLabels")
-            try:
-                parsed = selectors.label_selector_from_object(sel)
-            except selectors.SelectorError as e:
-                causes.append(v.invalid("spec.selector", v.Raw("{}"), str(e)))
-                parsed = None
+            sel_causes = v.validate_label_selector(sel, "spec.selector")
+            causes += sel_causes
+            parsed = None
+            if not sel_causes:
+                try:
+                    parsed = selectors.label_selector_from_object(sel)
+                except selectors.SelectorError as e:
+                    causes.append(v.invalid("spec.selector", v.Raw("{}"), str(e)))
             if parsed is not None and not parsed.matches(tpl_labels):
                 causes.append(v.invalid("spec.template.metadata.labels", tpl_labels,
                                         "`selector` does not match template `labels`"))

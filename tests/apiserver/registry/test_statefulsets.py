@@ -124,3 +124,24 @@ async def test_name_must_be_dns_label_and_field_selector(stores: Any) -> None:
     with pytest.raises(APIError) as e:
         await stores[STS].list(ctx("ns1"), ListOptions(field_selector="spec.replicas=1"))
     assert e.value.message == "field label not supported for appsv1.StatefulSet: spec.replicas"
+
+
+async def test_selector_requirement_validation(stores: Any) -> None:
+    body = sts()
+    body["spec"]["selector"] = {"matchLabels": {"app": "w"}, "matchExpressions": [
+        {"key": "tier", "operator": "In", "values": []},
+        {"key": "x", "operator": "Exists", "values": ["a"]},
+        {"key": "y", "operator": "Maybe"},
+        "junk"]}
+    with pytest.raises(APIError) as e:
+        await stores[STS].create(ctx("ns1"), body, W)
+    got = [(c["field"], c["message"]) for c in e.value.details["causes"]]
+    assert ("spec.selector.matchExpressions[0].values", "Required value: must be specified when `operator` is 'In' or 'NotIn'") in got
+    assert ("spec.selector.matchExpressions[1].values", "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'") in got
+    assert ("spec.selector.matchExpressions[2].operator", 'Invalid value: "Maybe": not a valid selector operator') in got
+    assert any(f == "spec.selector.matchExpressions[3]" for f, _ in got)
+    body = sts()
+    body["spec"]["selector"] = {"matchExpressions": [{"key": "app", "operator": "In", "values": ["w", "v"]}]}
+    out = await stores[STS].create(ctx("ns1"), body, W)
+    scale = await stores[("apps", "v1", "statefulsets/scale")].get(ctx("ns1"), out["metadata"]["name"], GetOptions())
+    assert scale["status"]["selector"] == "app in (v,w)"
