@@ -105,12 +105,15 @@ def builtin_resources() -> list[ResourceInfo]:
 
 def build_stores(storage_for: Callable[[ResourceInfo], Interface], *,
                  gates: Mapping[str, bool] | None = None,
-                 admission: Chain | None = None) -> dict[StoreKey, RESTStore]:
+                 admission: Chain | None = None,
+                 min_request_timeout: int = 1800) -> dict[StoreKey, RESTStore]:
     """One store per served resource and sub-resource. ``admission`` defaults to a chain with
     NamespaceLifecycle; a given chain gets NamespaceLifecycle prepended to its mutating
-    plug-ins."""
+    plug-ins. ``gates``: feature gates by name (AllowUnsafeMalformedObjectDeletion);
+    ``min_request_timeout``: --min-request-timeout, the base of the default watch timeout."""
     chain = admission if admission is not None else Chain()
-    config = StoreConfig(admission=chain, gates=dict(gates or {}))
+    config = StoreConfig(admission=chain, gates=dict(gates or {}),
+                         min_request_timeout=min_request_timeout)
     stores: dict[StoreKey, RESTStore] = {}
     namespaces: GenericStore | None = None
     # storage per (key group, resource): a kind served in two groups shares one Interface
