@@ -289,9 +289,10 @@ class GenericStore:
         await self.config.admission.validate(self.attrs(ctx, CREATE, obj, None, name,
                                                         opts.dry_run))
         if meta.get("resourceVersion"):
-            # upstream's storage refuses this with a plain error (500, reason Unknown)
-            raise status.APIError(500, "", "resourceVersion should not be set on objects to "
-                                            "be created")
+            # upstream's storage refuses this with a plain error that becomes a 500; it is bad
+            # input, so here it is a 400 with upstream's words (never a 500 for bad input)
+            raise status.bad_request("resourceVersion should not be set on objects to be "
+                                     "created")
         meta.pop("resourceVersion", None)
         obj["apiVersion"] = self.strategy.storage_group_version
         key = keys.object_key(self.key_group, self.resource,

@@ -87,6 +87,7 @@ async def test_create_errors(stores: Any) -> None:
     with pytest.raises(APIError) as e:
         await cm.create(ctx("ns1"), {"metadata": {"name": "d", "resourceVersion": "5"}}, W)
     assert e.value.message == "resourceVersion should not be set on objects to be created"
+    assert (e.value.code, e.value.reason) == (400, "BadRequest")
     with pytest.raises(APIError) as e:
         await cm.create(ctx("ns1"), {"metadata": {"name": "e"}, "data": {"a b": "x"}}, W)
     assert e.value.details["causes"][0]["field"] == "data[a b]"
