@@ -15,7 +15,11 @@ from raftstore.api.common import Api, streaming, unary, unimplemented
 from raftstore.api.pb import rpc_pb2 as pb
 from raftstore.api.pb import rpc_pb2_grpc
 
-VERSION: Final = "3.4.0"  # the etcd API version we speak (clients gate features on it)
+# The etcd API version we speak (clients gate features on it), with semver build metadata
+# naming the implementation: the apiserver's storage client trusts raftstore's watch progress
+# responses (they are queued after every event they cover, see api/watch.py), which it must
+# not do for etcd 3.4 before 3.4.31.
+VERSION: Final = "3.4.0+raftstore"
 SNAPSHOT_CHUNK: Final = 32 * 1024  # etcd's snapshotSendBufferSize
 DB_SIZE_TTL: Final = 10.0  # seconds an approximate db size is reused
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import random
 import time
@@ -348,17 +349,30 @@ class Cacher:
     def _covers(self, key: str) -> bool:
         return key.startswith(self._range_prefix) or key == self._prefix
 
-    async def _wait_rv(self, rv: int) -> None:
-        """Wait for the cache to reach ``rv``; TOO_LARGE_RESOURCE_VERSION after ``wait_timeout``."""
-        if rv > self._cache.rv and not await self._cache.wait_for(rv, self._wait_timeout):
-            raise too_large(rv, self._cache.rv)
+    async def _reach(self, rv: int) -> bool:
+        """Wait for the cache to reach ``rv``: True when it did. A version taken from another
+        resource is reached through a progress notification (requested as for a consistent
+        read). Without progress support the cache may never see ``rv``: False when the store
+        has it (the caller then reads from the store), TOO_LARGE_RESOURCE_VERSION when
+        neither has it after ``wait_timeout``."""
+        if rv <= self._cache.rv or await self._wait_until(rv, patient=True):
+            return True
+        current = await self._backend.current_revision()
+        if current >= rv:
+            return False
+        raise too_large(rv, current)
 
     async def _wait_fresh(self) -> bool:
         """Wait until the cache reflects the backend's current revision (a consistent read
-        from memory, upstream ConsistentListFromCache); False if it did not in time. While
-        waiting, a progress notification is requested every 100 ms (upstream's
-        conditionalProgressRequester), so an idle prefix catches up at once."""
-        target = await self._backend.current_revision()
+        from memory, upstream ConsistentListFromCache); False if it did not in time."""
+        return await self._wait_until(await self._backend.current_revision(), patient=False)
+
+    async def _wait_until(self, target: int, *, patient: bool) -> bool:
+        """Wait until the cache reaches ``target``; False if it did not within
+        ``wait_timeout``. While waiting, a progress notification is requested every 100 ms
+        (upstream's conditionalProgressRequester), so an idle prefix catches up at once.
+        Without progress support, a ``patient`` wait still waits ``wait_timeout`` for events;
+        otherwise it gives up at once (the caller reads from the store)."""
         cache = self._cache
         if cache.rv >= target:
             return True
@@ -366,13 +380,14 @@ class Cacher:
         deadline = loop.time() + self._wait_timeout
         while True:
             bw = self._backend_watch
+            remaining = deadline - loop.time()
             if not isinstance(bw, ProgressRequester):
-                return await cache.wait_for(target, NO_PROGRESS_WAIT)
+                limit = remaining if patient else NO_PROGRESS_WAIT
+                return await cache.wait_for(target, max(min(limit, remaining), 0.0))
             try:
                 await bw.request_progress()
             except StorageError:
-                return False
-            remaining = deadline - loop.time()
+                return await cache.wait_for(target, max(remaining, 0.0))
             if await cache.wait_for(target, min(PROGRESS_PERIOD, max(remaining, 0.0))):
                 return True
             if loop.time() >= deadline:
@@ -424,7 +439,8 @@ class Cacher:
     async def get(self, key: str, opts: GetOptions) -> Object | None:
         if opts.resource_version == "" or not self._ready.is_set() or not self._covers(key):
             return await self._backend.get(key, opts)
-        await self._wait_rv(parse_rv(opts.resource_version))
+        if not await self._reach(parse_rv(opts.resource_version)):
+            return await self._backend.get(key, GetOptions(ignore_not_found=opts.ignore_not_found))
         obj = self._cache.get(key)
         if obj is None:
             # "Any version" allows the latest: a miss asks the store, so an object created
@@ -439,8 +455,10 @@ class Cacher:
         if rv_s == "":
             if not await self._wait_fresh():
                 return await self._backend.get_list(key, opts)
-        else:
-            await self._wait_rv(parse_rv(rv_s))
+        elif not await self._reach(parse_rv(rv_s)):
+            # the store has that version; a consistent read from it is not older
+            return await self._backend.get_list(
+                key, dataclasses.replace(opts, resource_version="", resource_version_match=""))
         return self._list(key, opts)
 
     @staticmethod
@@ -529,7 +547,8 @@ class Cacher:
         if requested == 0:
             # sendInitialEvents=false with "0": from now, without the current state.
             return self._start(key, opts, snapshot=sie is not False, start_rv=cache.rv)
-        await self._wait_rv(requested)
+        if not await self._reach(requested):
+            return await self._backend.watch(key, opts)
         if sie:
             return self._start(key, opts, snapshot=True, start_rv=cache.rv)
         compacted = 0

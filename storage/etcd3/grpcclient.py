@@ -59,8 +59,12 @@ def parse_endpoint(url: str) -> tuple[str, bool]:
 
 def progress_safe(version: str) -> bool:
     """Upstream's RequestWatchProgress check: etcd before 3.4.31, and 3.5.0 to 3.5.12, may
-    send a progress response ahead of events it covers (etcd issues 15220 and 17507)."""
-    parts = version.split("-")[0].split(".")
+    send a progress response ahead of events it covers (etcd issues 15220 and 17507).
+    raftstore (build metadata ``+raftstore``) queues a progress response after every event
+    it covers, whatever API version it reports."""
+    if version.partition("+")[2] == "raftstore":
+        return True
+    parts = version.split("+")[0].split("-")[0].split(".")
     try:
         v = tuple(int(x) for x in parts[:3])
     except ValueError:

@@ -42,6 +42,7 @@ def test_resource_label_and_endpoints() -> None:
     assert parse_endpoint("h:2") == ("h:2", False)
     assert not progress_safe("3.4.23") and not progress_safe("3.5.12")
     assert not progress_safe("3.4.0") and not progress_safe("garbage")
+    assert progress_safe("3.4.0+raftstore") and not progress_safe("3.4.0+other")
     assert progress_safe("3.4.31") and progress_safe("3.5.13") and progress_safe("3.6.0")
 
 

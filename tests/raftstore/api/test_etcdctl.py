@@ -135,7 +135,7 @@ async def test_error_messages(server: Server) -> None:
 async def test_status_and_member_list(server: Server) -> None:
     ctl = server.etcdctl
     st = json.loads((await ctl("endpoint", "status", "-w", "json"))[1])[0]["Status"]
-    assert st["version"] == "3.4.0" and st["leader"] == server.consensus.member_id
+    assert st["version"] == "3.4.0+raftstore" and st["leader"] == server.consensus.member_id
     ml = json.loads((await ctl("member", "list", "-w", "json"))[1])
     assert ml["members"][0]["ID"] == server.consensus.member_id
     assert "is healthy" in (await ctl("endpoint", "health"))[2]

@@ -72,7 +72,7 @@ async def test_lease_expires(server: Server) -> None:
 async def test_status_hash_snapshot(server: Server) -> None:
     await server.kv.Put(pb.PutRequest(key=b"k", value=b"v" * 100_000))
     st = await server.maintenance.Status(pb.StatusRequest())
-    assert st.version == "3.4.0" and st.dbSize > 100_000 and st.leader == st.header.member_id
+    assert st.version == "3.4.0+raftstore" and st.dbSize > 100_000 and st.leader == st.header.member_id
     assert st.raftIndex >= 1 and st.raftAppliedIndex == st.raftIndex and st.raftTerm == 1
     assert not st.isLearner and st.header.revision == 2
     h1 = await server.maintenance.HashKV(pb.HashKVRequest())

@@ -170,3 +170,25 @@ async def test_consistent_list_served_from_memory_via_progress(
     assert [o["metadata"]["name"] for o in res.items] == ["x"]
     assert res.resource_version == await backend.current_revision()
     assert calls == []  # a progress request brought the cache up to date
+
+
+async def test_version_of_another_resource_is_reached_without_504(
+    backend: Interface, cacher: Cacher
+) -> None:
+    """A client that wrote a namespace (rv N) and then lists or watches configmaps "not older
+    than N" must not get 504: no configmap event will ever carry N, a progress notification
+    (or, without progress support, a read from the store) gets there."""
+    other = await backend.create("/registry/namespaces/x", {"metadata": {"name": "x"}})
+    rv = other["metadata"]["resourceVersion"]
+    res = await cacher.get_list(PREFIX + "/", ListOptions(
+        resource_version=rv, resource_version_match="NotOlderThan"))
+    assert res.resource_version >= int(rv) and res.items == []
+    w = await cacher.watch(PREFIX + "/", ListOptions(resource_version=rv))
+    try:
+        await backend.create(key("ns", "after"), cm("ns", "after"))
+        ev = await nxt(w)
+        assert (ev.type, ev.object["metadata"]["name"]) == ("ADDED", "after")
+    finally:
+        w.stop()
+    got = await cacher.get(key("ns", "after"), GetOptions(resource_version=rv))
+    assert got is not None
