@@ -3,9 +3,10 @@
 as it arrives. The stream ends when the store ends it, when ``timeoutSeconds`` passes, or
 when the client goes away; the store's stream is stopped in every case.
 
-aiohttp does not cancel a handler when its client disconnects, so while no event arrives
-the transport is checked once per ``_IDLE_CHECK`` seconds; the pending ``__anext__`` is kept
-across checks (cancelling it would end an async generator).
+aiohttp does not cancel a handler when its client disconnects, so a watchdog task checks the
+transport once per ``_IDLE_CHECK`` seconds (and the deadline) and stops the store's stream,
+which ends the handler's loop; the loop itself awaits nothing but the next event and the
+write.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from apiserver.status import APIError
 
 if TYPE_CHECKING:
     from apiserver.endpoints.response import Scope
-    from apiserver.registry.interface import WatchItem
+    from apiserver.registry.interface import WatchItem, WatchStream
 
 _IDLE_CHECK: Final = 1.0
 
@@ -46,6 +47,20 @@ def _gone(request: web.Request) -> bool:
     return transport is None or transport.is_closing()
 
 
+async def _watchdog(request: web.Request, stream: WatchStream, deadline: float | None) -> None:
+    loop = asyncio.get_running_loop()
+    while True:
+        wait = _IDLE_CHECK
+        if deadline is not None:
+            wait = min(wait, deadline - loop.time())
+            if wait <= 0:
+                break
+        await asyncio.sleep(wait)
+        if _gone(request):
+            break
+    stream.stop()
+
+
 async def handle(scope: Scope) -> web.StreamResponse:
     request = scope.request
     opts = list_options(request.query, watch=True, name=scope.info.name)
@@ -59,44 +74,26 @@ async def handle(scope: Scope) -> web.StreamResponse:
     resp.enable_chunked_encoding()
     for w in scope.warnings:
         resp.headers.add("Warning", warning_header(w))
-    pending: asyncio.Future[WatchItem] | None = None
+    # A watchdog, not a per-event wait: it stops the store's stream at the deadline or when
+    # the client is gone, which ends the loop below. Creating a task and a wait per event
+    # cost more than the rest of the delivery at a thousand watchers.
+    watchdog = asyncio.create_task(_watchdog(request, stream, deadline))
     try:
         await resp.prepare(request)
-        events = stream.__aiter__()
         first = True
-        while True:
-            wait = _IDLE_CHECK
-            if deadline is not None:
-                wait = min(wait, deadline - loop.time())
-                if wait <= 0:
-                    break
-            if pending is None:
-                pending = asyncio.ensure_future(events.__anext__())
-            done, _ = await asyncio.wait({pending}, timeout=wait)
-            if not done:
-                if _gone(request):
-                    break
-                continue
-            fut, pending = pending, None
-            try:
-                item = fut.result()
-            except StopAsyncIteration:
-                break
-            except APIError as err:
-                # Headers are sent: a failure now can only be an ERROR event (upstream).
-                await resp.write(serializers.encode_watch_event("ERROR", err.body(),
-                                                                scope.output.media_type))
-                break
-            await resp.write(_frame(scope, item, first))
-            if item.type in ("ADDED", "MODIFIED", "DELETED"):
-                first = False
+        try:
+            async for item in stream:
+                await resp.write(_frame(scope, item, first))
+                if item.type in ("ADDED", "MODIFIED", "DELETED"):
+                    first = False
+        except APIError as err:
+            # Headers are sent: a failure now can only be an ERROR event (upstream).
+            await resp.write(serializers.encode_watch_event("ERROR", err.body(),
+                                                            scope.output.media_type))
     except (ConnectionResetError, ConnectionError):
         pass
     finally:
-        if pending is not None:
-            pending.cancel()
-            with contextlib.suppress(BaseException):
-                await pending
+        watchdog.cancel()
         stream.stop()
     with contextlib.suppress(ConnectionResetError, ConnectionError, RuntimeError):
         await resp.write_eof()
