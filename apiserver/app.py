@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import signal
 import ssl
 import sys
@@ -313,9 +314,9 @@ async def serve(options: ServerOptions, *, allinone: bool,
         port = _bound_port(runner, options.secure_port)
         url = f"https://127.0.0.1:{port}"
         if allinone:
-            from apiserver.registry.namespace_controller import NamespaceController
-
-            nc = NamespaceController(backends.stores)
+            # imported by name: the controller lives with the registry and starts only here
+            module = importlib.import_module("apiserver.registry.namespace_controller")
+            nc: Controllers = module.NamespaceController(backends.stores)
             await nc.start()
             controllers.append(nc)
         if allinone and tls.pki is not None:

@@ -6,18 +6,35 @@ from __future__ import annotations
 import logging
 import sys
 
+import orjson
 import structlog
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
            "error": logging.ERROR}
 
 
+_request_log = True
+
+
+def request_log_enabled() -> bool:
+    """Whether the per-request line (level info) is written: callers skip building it."""
+    return _request_log
+
+
+def _orjson(obj: object, **_: object) -> str:
+    return orjson.dumps(obj, default=str).decode()
+
+
 def configure(fmt: str = "text", level: str = "info") -> None:
     """Route structlog and the standard library's logging to stderr in one format."""
+    global _request_log
     lvl = _LEVELS.get(level, logging.INFO)
+    _request_log = lvl <= logging.INFO
+    # key=value and JSON renderers: one line per event, cheap enough for a line per request
     renderer: structlog.typing.Processor = (
-        structlog.processors.JSONRenderer() if fmt == "json"
-        else structlog.dev.ConsoleRenderer(colors=False))
+        structlog.processors.JSONRenderer(serializer=_orjson) if fmt == "json"
+        else structlog.processors.KeyValueRenderer(
+            key_order=["timestamp", "level", "event"], drop_missing=True))
     shared: list[structlog.typing.Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,

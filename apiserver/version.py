@@ -7,6 +7,7 @@ import platform as _platform
 import sys
 from typing import Final
 
+import orjson
 from aiohttp import web
 
 MAJOR: Final = "1"
@@ -37,5 +38,8 @@ def info() -> dict[str, str]:
     }
 
 
+_BODY: Final = orjson.dumps(info(), option=orjson.OPT_INDENT_2)
+
+
 async def handle_version(request: web.Request) -> web.Response:
-    return web.json_response(info())
+    return web.Response(body=_BODY, content_type="application/json")

@@ -22,13 +22,13 @@ NON_MUTATING: Final = frozenset({"get", "list", "watch", "head", "options"})
 
 
 class _Slots:
-    __slots__ = ("limit", "used", "gauge")
+    __slots__ = ("limit", "used")
 
     def __init__(self, limit: int, kind: str) -> None:
         self.limit = limit
         self.used = 0
-        self.gauge = CURRENT_INFLIGHT.labels(kind)
-        self.gauge.set(0)
+        # read at scrape time: nothing to update per request
+        CURRENT_INFLIGHT.labels(kind).set_function(lambda: self.used)
 
 
 def max_in_flight(read_only_limit: int, mutating_limit: int) -> Middleware:
@@ -48,11 +48,9 @@ def max_in_flight(read_only_limit: int, mutating_limit: int) -> Middleware:
             raise too_many_requests(1)
         # single-threaded event loop: the check above and this increment are atomic
         slots.used += 1
-        slots.gauge.set(slots.used)
         try:
             return await handler(request)
         finally:
             slots.used -= 1
-            slots.gauge.set(slots.used)
 
     return middleware

@@ -22,6 +22,7 @@ import orjson
 import structlog
 from aiohttp import web
 
+from apiserver import logs
 from apiserver.metrics import REQUEST_DURATION, REQUEST_TOTAL
 from apiserver.request import REQUEST_INFO, USER, RequestInfo
 from apiserver.status import REASONS, APIError
@@ -104,7 +105,28 @@ def metric_labels(request: web.Request, info: RequestInfo | None,
             scope, "apiserver")
 
 
+class _RequestMetrics:
+    """Children of the request metrics by label values: ``labels()`` costs a lock and a
+    hash of every label per call, this a single dict lookup."""
+
+    def __init__(self) -> None:
+        self._durations: dict[tuple[str, ...], Any] = {}
+        self._totals: dict[tuple[tuple[str, ...], int], Any] = {}
+
+    def observe(self, labels: tuple[str, ...], code: int, seconds: float) -> None:
+        total = self._totals.get((labels, code))
+        if total is None:
+            total = self._totals[(labels, code)] = REQUEST_TOTAL.labels(*labels, str(code))
+        duration = self._durations.get(labels)
+        if duration is None:
+            duration = self._durations[labels] = REQUEST_DURATION.labels(*labels)
+        total.inc()
+        duration.observe(seconds)
+
+
 def recovery(known: Set[tuple[str, str, str]]) -> Middleware:
+    metrics = _RequestMetrics()
+
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         start = time.perf_counter()
@@ -127,17 +149,17 @@ def recovery(known: Set[tuple[str, str, str]]) -> Middleware:
             elapsed = time.perf_counter() - start
             info = request.get(REQUEST_INFO)
             code = resp.status if resp is not None else 499
-            labels = metric_labels(request, info, known)
-            REQUEST_TOTAL.labels(*labels, str(code)).inc()
-            REQUEST_DURATION.labels(*labels).observe(elapsed)
-            user = request.get(USER)
-            log.info("request", method=request.method, path=request.path,
-                     verb=info.verb if info else request.method.lower(),
-                     resource=info.resource if info else "",
-                     subresource=info.subresource if info else "",
-                     namespace=info.namespace if info else "", name=info.name if info else "",
-                     user=user.name if user else "", code=code,
-                     latency_ms=round(elapsed * 1000, 3))
+            metrics.observe(metric_labels(request, info, known), code, elapsed)
+            if logs.request_log_enabled():
+                user = request.get(USER)
+                if info is None:
+                    info = RequestInfo(is_resource_request=False, path=request.path,
+                                       verb=request.method.lower())
+                log.info("request", verb=info.verb, path=request.path,
+                         resource=info.resource, subresource=info.subresource,
+                         namespace=info.namespace, name=info.name,
+                         user=user.name if user else "", code=code,
+                         latency_ms=round(elapsed * 1000, 3))
         return resp
 
     return middleware
