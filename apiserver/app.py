@@ -122,7 +122,7 @@ async def open_backends(options: ServerOptions) -> Backends:
 
     try:
         resources = tuple(builtin_resources())
-        stores = build_stores(storage_for)
+        stores = build_stores(storage_for, min_request_timeout=options.min_request_timeout)
         for c in caches.values():
             await c.start()
     except BaseException:
@@ -313,12 +313,9 @@ async def serve(options: ServerOptions, *, allinone: bool,
         await site.start()
         port = _bound_port(runner, options.secure_port)
         url = f"https://127.0.0.1:{port}"
-        if allinone:
-            # imported by name: the controller lives with the registry and starts only here
-            module = importlib.import_module("apiserver.registry.namespace_controller")
-            nc: Controllers = module.NamespaceController(backends.stores)
-            await nc.start()
-            controllers.append(nc)
+        for c in _controllers(backends, allinone=allinone):
+            await c.start()
+            controllers.append(c)
         if allinone and tls.pki is not None:
             kubeconfig = Path(options.data_dir) / KUBECONFIG_NAME
             write_kubeconfig(kubeconfig, server=url, pki=tls.pki)
@@ -341,6 +338,58 @@ async def serve(options: ServerOptions, *, allinone: bool,
                 await c.stop()
         await close_backends(backends)
         log.info("stopped")
+
+
+class _SystemNamespaces:
+    """Creates default, platform-system, platform-public and platform-node-lease (upstream's
+    system namespaces controller runs in every apiserver): once at start, retried in the
+    background while the store refuses."""
+
+    def __init__(self, stores: Mapping[StoreKey, RESTStore]) -> None:
+        self._stores = stores
+        self._task: asyncio.Task[None] | None = None
+
+    async def _ensure(self) -> None:
+        from apiserver.registry.catalog import ensure_system_namespaces
+
+        while True:
+            try:
+                await ensure_system_namespaces(self._stores)
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # the store is down or slow: try again
+                log.warning("creating the system namespaces failed; retrying", error=str(e))
+                await asyncio.sleep(1.0)
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._ensure(), name="system-namespaces")
+        # normally done before the server reports ready; never blocks start-up for long
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self._task), 5.0)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+
+
+def _controllers(backends: Backends, *, allinone: bool) -> list[Controllers]:
+    """What runs beside the handlers: system namespaces and the storage object count in
+    every apiserver; the namespace controller in plat-server only (a separate
+    controller-manager runs it otherwise)."""
+    if not backends.stores:
+        return []
+    from apiserver.registry.object_count import ObjectCounter
+
+    out: list[Controllers] = [_SystemNamespaces(backends.stores),
+                              ObjectCounter(backends.stores)]
+    if allinone:
+        # imported by name: the controller lives with the registry and starts only here
+        module = importlib.import_module("apiserver.registry.namespace_controller")
+        out.append(module.NamespaceController(backends.stores))
+    return out
 
 
 def _bound_port(runner: web.AppRunner, wanted: int) -> int:

@@ -92,6 +92,7 @@ class ServerOptions:
     max_requests_inflight: int = 400
     max_mutating_requests_inflight: int = 200
     request_timeout: float = 60.0
+    min_request_timeout: int = 1800
     shutdown_delay_duration: float = 0.0
     # logs
     logging_format: str = "text"
@@ -202,6 +203,10 @@ def build_parser(*, allinone: bool) -> argparse.ArgumentParser:
     g.add_argument("--request-timeout", type=_arg(parse_duration, "duration"), default=60.0,
                    help="An optional field indicating the duration a handler must keep a "
                    "request open before timing it out. (default 1m0s)")
+    g.add_argument("--min-request-timeout", type=_arg(_non_negative, "int"), default=1800,
+                   help="The minimum number of seconds a handler must keep a request open "
+                   "before timing it out; watches last a random time between it and twice "
+                   "it unless timeoutSeconds is given. (default 1800)")
     g.add_argument("--shutdown-delay-duration", type=_arg(parse_duration, "duration"),
                    default=0.0, help="Time to delay the termination. During that time the "
                    "server keeps serving requests normally while /readyz returns failure.")
@@ -235,6 +240,7 @@ def parse_options(argv: Sequence[str] | None = None, *, allinone: bool) -> Serve
         advertise_address=ns.advertise_address,
         max_requests_inflight=ns.max_requests_inflight,
         max_mutating_requests_inflight=ns.max_mutating_requests_inflight,
-        request_timeout=ns.request_timeout, shutdown_delay_duration=ns.shutdown_delay_duration,
+        request_timeout=ns.request_timeout, min_request_timeout=ns.min_request_timeout,
+        shutdown_delay_duration=ns.shutdown_delay_duration,
         logging_format=ns.logging_format, log_level=ns.log_level,
     )

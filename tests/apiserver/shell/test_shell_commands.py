@@ -80,17 +80,33 @@ def test_kubeconfig_and_pki(server):
         assert user["username"] == "platform-admin"
 
 
+def test_system_namespaces(server):
+    out = server.kubectl("get", "namespaces", "-o", "name")
+    for ns in ("default", "platform-system", "platform-public", "platform-node-lease"):
+        assert f"namespace/{ns}" in out.stdout.split()
+
+
 def test_sigterm_is_graceful(tmp_path):
     srv = ApiServerProcess(tmp_path)
     srv.start()
     assert srv.proc is not None
-    srv.proc.send_signal(signal.SIGTERM)
+    # an open watch must not hold the shutdown
+    watch = subprocess.Popen(["kubectl", "--kubeconfig", srv.kubeconfig, "get", "ns", "-w"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        rc = srv.proc.wait(30)
-    except subprocess.TimeoutExpired:
-        srv.kill()
-        raise
-    assert rc == 0
+        assert watch.stdout is not None
+        assert watch.stdout.readline()  # the watch is established: first row printed
+        srv.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = srv.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            srv.kill()
+            raise
+        assert rc == 0
+    finally:
+        if watch.poll() is None:
+            watch.kill()
+        watch.wait(10)
     assert "stopped" in srv.log_path.read_text()
     # a second start reuses the PKI and the store
     ca = (tmp_path / "pki" / "ca.crt").read_bytes()
