@@ -235,3 +235,20 @@ async def test_request_metrics(make_client):
     text = await (await client.get("/metrics")).text()
     assert "zzzunknown" not in text
     assert "apiserver_request_duration_seconds_bucket" in text
+
+
+async def test_one_log_line_per_request_without_token(make_client, tmp_path):
+    from structlog.testing import capture_logs
+
+    client, _ = await make_client(with_options(token_auth_file=token_file(tmp_path)))
+    with capture_logs() as logs:
+        await client.get("/api/v1/namespaces/n/configmaps/c", headers=bearer("tok-alice"))
+        await client.get("/api/v1/configmaps", headers=bearer("tok-wrong-secret"))
+    lines = [e for e in logs if e["event"] == "request"]
+    assert len(lines) == 2
+    first = lines[0]
+    assert (first["verb"], first["resource"], first["namespace"], first["name"],
+            first["user"], first["code"]) == ("get", "configmaps", "n", "c", "alice", 200)
+    assert "latency_ms" in first
+    assert lines[1]["code"] == 401
+    assert "tok-" not in repr(logs)
