@@ -34,6 +34,7 @@ from apiserver.authz import build_authorizer
 from apiserver.discovery import Discovery
 from apiserver.filters import ChainConfig, build_chain
 from apiserver.health import HealthState
+from apiserver.openapi import install_openapi
 from apiserver.status import qualified_resource
 from apiserver.version import handle_version
 
@@ -197,6 +198,8 @@ def build_app(options: ServerOptions, backends: Backends, *,
     advertise = (f"{options.advertise_address}:{options.secure_port}"
                  if options.advertise_address else "")
     Discovery(backends.resources, server_address=advertise).install(app)
+    if backends.resources:
+        install_openapi(app, list(backends.resources))
     app.router.add_get("/version", handle_version)
     app.router.add_get("/metrics", handle_metrics)
     if install_endpoints and backends.stores:

@@ -116,3 +116,12 @@ def test_sigterm_is_graceful(tmp_path):
         srv2.kubectl("get", "--raw", "/readyz")
     finally:
         srv2.stop()
+
+
+def test_kubectl_apply_through_the_assembled_server(server):
+    # needs /openapi/v3 (kubectl's field-validation check) and the resource endpoints
+    manifest = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shell-c1\n"
+                "  namespace: default\ndata:\n  a: b\n")
+    server.kubectl("apply", "-f", "-", stdin=manifest)
+    out = server.kubectl("get", "configmap", "shell-c1", "-n", "default", "-o", "json")
+    assert json.loads(out.stdout)["data"] == {"a": "b"}
