@@ -35,7 +35,7 @@ from apiserver.discovery import Discovery
 from apiserver.filters import ChainConfig, build_chain
 from apiserver.health import HealthState
 from apiserver.openapi import install_openapi
-from apiserver.status import qualified_resource
+from apiserver.status import qualified_resource, service_unavailable
 from apiserver.version import handle_version
 
 if TYPE_CHECKING:
@@ -79,6 +79,7 @@ class _LongRunning:
 
     def __init__(self) -> None:
         self.tasks: set[asyncio.Task[Any]] = set()
+        self.closed = False  # set once shutdown ended the open watches
 
 
 HEALTH_KEY: Final = web.AppKey("health", HealthState)
@@ -159,6 +160,9 @@ def _track_long_running(registry: _LongRunning) -> Callable[..., Any]:
         if not request[REQUEST_INFO].is_long_running:
             resp: web.StreamResponse = await handler(request)
             return resp
+        if registry.closed:
+            # a watch sent on a kept-alive connection after shutdown ended the others
+            raise service_unavailable("apiserver is shutting down")
         task = asyncio.current_task()
         if task is not None:
             registry.tasks.add(task)
@@ -211,6 +215,7 @@ def build_app(options: ServerOptions, backends: Backends, *,
         # Runs after the listener closed: no new watch starts; the open ones end now
         # instead of holding shutdown until their timeoutSeconds.
         state.shutting_down = True
+        long_running.closed = True
         for task in list(long_running.tasks):
             task.cancel()
 

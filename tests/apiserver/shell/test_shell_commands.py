@@ -101,8 +101,8 @@ def test_sigterm_is_graceful(tmp_path):
             rc = srv.proc.wait(30)
         except subprocess.TimeoutExpired:
             srv.kill()
-            raise
-        assert rc == 0
+            raise AssertionError(f"no exit after SIGTERM:\n{srv.log_tail()}") from None
+        assert rc == 0, srv.log_tail()
     finally:
         if watch.poll() is None:
             watch.kill()
