@@ -254,9 +254,17 @@ def prepare_tls(options: ServerOptions, *, allinone: bool) -> tuple[ServerOption
 
 
 def server_ssl_context(options: ServerOptions, tls: TLSFiles) -> ssl.SSLContext:
+    for flag, path in (("--tls-cert-file", tls.cert), ("--tls-private-key-file", tls.key),
+                       ("--client-ca-file", options.client_ca_file)):
+        if path and not Path(path).is_file():
+            raise ValueError(f'{flag} "{path}": no such file')
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-    ctx.load_cert_chain(tls.cert, tls.key)
+    try:
+        ctx.load_cert_chain(tls.cert, tls.key)
+    except ssl.SSLError as e:
+        raise ValueError(f'cannot load the serving certificate "{tls.cert}" with key '
+                         f'"{tls.key}": {e.reason or e}') from None
     ctx.set_alpn_protocols(["http/1.1"])
     if options.client_ca_file:
         # Ask for a client certificate and verify it against the bundle; a connection
@@ -307,6 +315,9 @@ async def serve(options: ServerOptions, *, allinone: bool,
     """Run until SIGTERM / SIGINT. ``ready`` is called with the base URL once listening."""
     options, tls = prepare_tls(options, allinone=allinone)
     ssl_ctx = server_ssl_context(options, tls)
+    # configuration errors before anything is opened
+    build_authenticator(options)
+    build_authorizer(options.authorization_mode)
     backends = await open_backends(options)
     controllers: list[Controllers] = []
     runner: web.AppRunner | None = None

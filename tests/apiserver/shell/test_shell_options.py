@@ -67,3 +67,24 @@ def test_plat_server_requires_data_dir():
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
     assert "--data-dir" in out.stderr
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--token-auth-file", "{bad}"], "must have at least 3 columns (token, user name, user "
+                                     "uid), found 2"),
+    (["--token-auth-file", "{tmp}/missing.csv"], "cannot read token file"),
+    (["--tls-cert-file", "{tmp}/nope.crt", "--tls-private-key-file", "{tmp}/nope.key"],
+     '--tls-cert-file "{tmp}/nope.crt": no such file'),
+    (["--tls-cert-file", "{bad}", "--tls-private-key-file", "{bad}"],
+     "cannot load the serving certificate"),
+])
+def test_startup_errors_exit_1(tmp_path, flags, message):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("only,two\n")
+    fmt = {"bad": str(bad), "tmp": str(tmp_path)}
+    argv = [a.format(**fmt) for a in flags]
+    out = subprocess.run([sys.executable, "-m", "apiserver.allinone", "--data-dir",
+                          str(tmp_path / "data"), "--secure-port", "1", *argv],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1
+    assert f"plat-server: error: {message.format(**fmt)}" in out.stderr
