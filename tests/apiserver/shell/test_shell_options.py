@@ -87,4 +87,5 @@ def test_startup_errors_exit_1(tmp_path, flags, message):
                           str(tmp_path / "data"), "--secure-port", "1", *argv],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 1
-    assert f"plat-server: error: {message.format(**fmt)}" in out.stderr
+    assert out.stderr.startswith("plat-server: error: ")
+    assert message.format(**fmt) in out.stderr
