@@ -33,6 +33,7 @@ from apiserver.authn import build_authenticator
 from apiserver.authz import build_authorizer
 from apiserver.discovery import Discovery
 from apiserver.filters import ChainConfig, build_chain
+from apiserver.filters.longrunning import is_long_running
 from apiserver.health import HealthState
 from apiserver.openapi import install_openapi
 from apiserver.status import qualified_resource, service_unavailable
@@ -157,7 +158,7 @@ def _track_long_running(registry: _LongRunning) -> Callable[..., Any]:
 
     @web.middleware
     async def middleware(request: web.Request, handler: Any) -> web.StreamResponse:
-        if not request[REQUEST_INFO].is_long_running:
+        if not is_long_running(request[REQUEST_INFO]):
             resp: web.StreamResponse = await handler(request)
             return resp
         if registry.closed:

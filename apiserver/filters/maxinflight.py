@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Final
 
 from aiohttp import web
 
+from apiserver.filters.longrunning import is_long_running
 from apiserver.metrics import CURRENT_INFLIGHT
 from apiserver.request import REQUEST_INFO, USER
 from apiserver.status import too_many_requests
@@ -38,7 +39,7 @@ def max_in_flight(read_only_limit: int, mutating_limit: int) -> Middleware:
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         info = request[REQUEST_INFO]
-        if info.is_long_running:
+        if is_long_running(info):
             return await handler(request)
         slots = read_only if info.verb in NON_MUTATING else mutating
         if slots.limit == 0:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Final
 
 from aiohttp import web
 
+from apiserver.filters.longrunning import is_long_running
 from apiserver.options import parse_duration
 from apiserver.request import REQUEST_INFO
 from apiserver.status import APIError, bad_request
@@ -25,7 +26,7 @@ def request_timeout(default_seconds: float) -> Middleware:
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         info = request[REQUEST_INFO]
-        if info.is_long_running:
+        if is_long_running(info):
             return await handler(request)
         seconds = default_seconds
         raw = request.query.get("timeout")

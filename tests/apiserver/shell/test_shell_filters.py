@@ -210,8 +210,10 @@ async def test_request_timeout(make_client):
     assert body["reason"] == "Timeout"
     assert body["message"] == ("Timeout: request did not complete within requested timeout "
                                "- context deadline exceeded")
-    # a watch is long-running: not timed out by the filter
+    # a watch and a streaming sub-resource are long-running: not timed out by the filter
     r = await client.get("/api/v1/configmaps?watch=1&sleep=0.4")
+    assert r.status == 200
+    r = await client.get("/api/v1/namespaces/a/pods/p/log?sleep=0.4")
     assert r.status == 200
     # a shorter client timeout applies; a malformed one is a 400
     client2, _ = await make_client(with_options(request_timeout=60))
