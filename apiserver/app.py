@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import signal
 import ssl
 import sys
@@ -36,8 +35,14 @@ from apiserver.filters import ChainConfig, build_chain
 from apiserver.filters.longrunning import is_long_running
 from apiserver.health import HealthState
 from apiserver.openapi import install_openapi
+from apiserver.registry.catalog import build_stores, builtin_resources, ensure_system_namespaces
+from apiserver.registry.namespace_controller import NamespaceController
+from apiserver.registry.object_count import ObjectCounter
 from apiserver.status import qualified_resource, service_unavailable
 from apiserver.version import handle_version
+from storage.cacher import Cacher
+from storage.factory import StorageConfig, open_storage
+from storage.keys import resource_prefix
 
 if TYPE_CHECKING:
     from apiserver.options import ServerOptions
@@ -88,9 +93,7 @@ BACKENDS_KEY: Final = web.AppKey("backends", Backends)
 LONG_RUNNING_KEY: Final = web.AppKey("long_running", _LongRunning)
 
 
-def storage_config(options: ServerOptions) -> Any:
-    from storage.factory import StorageConfig
-
+def storage_config(options: ServerOptions) -> StorageConfig:
     if options.etcd_servers:
         return StorageConfig(
             backend="etcd3", etcd_servers=options.etcd_servers,
@@ -104,11 +107,6 @@ def storage_config(options: ServerOptions) -> Any:
 
 
 async def open_backends(options: ServerOptions) -> Backends:
-    from apiserver.registry.catalog import build_stores, builtin_resources
-    from storage.cacher import Cacher
-    from storage.factory import open_storage
-    from storage.keys import resource_prefix
-
     storage = await open_storage(storage_config(options))
     caches: dict[str, Cacher] = {}
 
@@ -370,8 +368,6 @@ class _SystemNamespaces:
         self._task: asyncio.Task[None] | None = None
 
     async def _ensure(self) -> None:
-        from apiserver.registry.catalog import ensure_system_namespaces
-
         while True:
             try:
                 await ensure_system_namespaces(self._stores)
@@ -401,14 +397,10 @@ def _controllers(backends: Backends, *, allinone: bool) -> list[Controllers]:
     controller-manager runs it otherwise)."""
     if not backends.stores:
         return []
-    from apiserver.registry.object_count import ObjectCounter
-
     out: list[Controllers] = [_SystemNamespaces(backends.stores),
                               ObjectCounter(backends.stores)]
     if allinone:
-        # imported by name: the controller lives with the registry and starts only here
-        module = importlib.import_module("apiserver.registry.namespace_controller")
-        out.append(module.NamespaceController(backends.stores))
+        out.append(NamespaceController(backends.stores))
     return out
 
 
