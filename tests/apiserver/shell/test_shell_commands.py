@@ -3,12 +3,16 @@ PKI and kubeconfig, graceful SIGTERM."""
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 import json
 import shutil
 import signal
+import ssl
 import stat
 import subprocess
+import urllib.error
+import urllib.request
 
 import pytest
 import yaml
@@ -125,3 +129,23 @@ def test_kubectl_apply_through_the_assembled_server(server):
     server.kubectl("apply", "-f", "-", stdin=manifest)
     out = server.kubectl("get", "configmap", "shell-c1", "-n", "default", "-o", "json")
     assert json.loads(out.stdout)["data"] == {"a": "b"}
+
+
+def test_flags_reach_the_server(tmp_path):
+    srv = ApiServerProcess(tmp_path, extra_args=["--watch-cache=false",
+                                                 "--authorization-mode=AlwaysDeny"])
+    with srv:
+        # the admin is in system:masters: allowed whatever the mode; no watch cache needed
+        out = srv.kubectl("get", "namespaces", "-o", "name")
+        assert "namespace/default" in out.stdout.split()
+        cfg = srv.kubeconfig_data()
+        ca = base64.b64decode(cfg["clusters"][0]["cluster"]["certificate-authority-data"])
+        anonymous = ssl.create_default_context(cadata=ca.decode())
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(f"{srv.url}/api/v1/namespaces", context=anonymous,
+                                   timeout=10)
+        assert e.value.code == 403
+        body = json.loads(e.value.read())
+        assert body["message"] == (
+            'namespaces is forbidden: User "system:anonymous" cannot list resource '
+            '"namespaces" in API group "" at the cluster scope: Everything is forbidden.')
