@@ -41,6 +41,7 @@ from apiserver.registry.object_count import ObjectCounter
 from apiserver.status import qualified_resource, service_unavailable
 from apiserver.version import handle_version
 from storage.cacher import Cacher
+from storage.cacher.cacher import DEFAULT_MAX_EVENTS
 from storage.factory import StorageConfig, open_storage
 from storage.keys import resource_prefix
 
@@ -110,14 +111,18 @@ async def open_backends(options: ServerOptions) -> Backends:
     storage = await open_storage(storage_config(options))
     caches: dict[str, Cacher] = {}
 
+    sizes = dict(options.watch_cache_sizes)
+
     def storage_for(info: ResourceInfo) -> Interface:
-        if not options.watch_cache:
+        qualified = qualified_resource(info.resource, info.group)
+        size = sizes.get(qualified)
+        if not options.watch_cache or size == 0:
             return storage
         prefix = resource_prefix(info.group, info.resource)
         cache = caches.get(prefix)
         if cache is None:
-            cache = Cacher(storage, prefix,
-                           resource=qualified_resource(info.resource, info.group))
+            cache = Cacher(storage, prefix, resource=qualified,
+                           max_events=size if size is not None else DEFAULT_MAX_EVENTS)
             caches[prefix] = cache
         return cache
 

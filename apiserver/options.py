@@ -66,6 +66,25 @@ def _arg(fn: Callable[[str], Any], name: str) -> Callable[[str], Any]:
     return parse
 
 
+def parse_watch_cache_sizes(text: str) -> tuple[tuple[str, int], ...]:
+    """``configmaps#100,statefulsets.apps#50`` (upstream's ParseWatchCacheSizes)."""
+    out: list[tuple[str, int]] = []
+    for item in (t.strip() for t in text.split(",")):
+        if not item:
+            continue
+        resource, sep, size = item.partition("#")
+        if not sep or not resource:
+            raise ValueError(f"invalid value of watch cache size: {item}")
+        try:
+            n = int(size)
+        except ValueError:
+            raise ValueError(f"invalid size of watch cache size: {item}") from None
+        if n < 0:
+            raise ValueError(f"watch cache size cannot be negative: {item}")
+        out.append((resource.lower(), n))
+    return tuple(out)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServerOptions:
     # storage
@@ -75,6 +94,8 @@ class ServerOptions:
     etcd_keyfile: str = ""
     etcd_compaction_interval: float = 300.0
     watch_cache: bool = True
+    # resource[.group] -> events kept; 0 turns the cache off for that resource (upstream)
+    watch_cache_sizes: tuple[tuple[str, int], ...] = ()
     data_dir: str = ""  # plat-server only: embedded store under DATA_DIR/store, pki, kubeconfig
     # authentication / authorization
     token_auth_file: str = ""
@@ -159,6 +180,12 @@ def build_parser(*, allinone: bool) -> argparse.ArgumentParser:
                    default=300.0, help="The interval of compaction requests. If 0, the "
                    "compaction request from apiserver is disabled. (default 5m0s)")
     boolean("--watch-cache", True, "Enable watch caching in the apiserver (default true)")
+    g.add_argument("--watch-cache-sizes", type=_arg(parse_watch_cache_sizes, "size list"),
+                   default=(), help="Watch cache size settings for some resources, comma "
+                   "separated. The individual setting format: resource[.group]#size, where "
+                   "resource is lowercase plural (no version), group is omitted for resources "
+                   "of apiVersion v1 (the legacy core API) and included for others, and size "
+                   "is a number. 0 disables the cache for that resource.")
     if allinone:
         p.add_argument("--data-dir", required=True, help="Directory for the embedded store, "
                        "the PKI and admin.kubeconfig.")
@@ -232,6 +259,7 @@ def parse_options(argv: Sequence[str] | None = None, *, allinone: bool) -> Serve
         etcd_servers=ns.etcd_servers, etcd_cafile=ns.etcd_cafile,
         etcd_certfile=ns.etcd_certfile, etcd_keyfile=ns.etcd_keyfile,
         etcd_compaction_interval=ns.etcd_compaction_interval, watch_cache=ns.watch_cache,
+        watch_cache_sizes=ns.watch_cache_sizes,
         data_dir=getattr(ns, "data_dir", "") or "",
         token_auth_file=ns.token_auth_file, client_ca_file=ns.client_ca_file,
         anonymous_auth=ns.anonymous_auth, authorization_mode=ns.authorization_mode,

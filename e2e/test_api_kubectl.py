@@ -140,8 +140,10 @@ def test_chunked_list_and_selectors(api_server: ApiServerProcess, namespace: str
         items.append({"apiVersion": "v1", "kind": "ConfigMap",
                       "metadata": {"name": f"c{i:02d}", "labels": {"env": env, "n": str(i)}},
                       "data": {"i": str(i)}})
+    # a multi-document stream (a "kind: List" needs the full OpenAPI schemas for kubectl's
+    # client-side validation, which arrive with the built-in types)
     api_server.kubectl("create", "-n", namespace, "-f", "-",
-                       stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+                       stdin="\n---\n".join(json.dumps(i) for i in items))
 
     out = api_server.kubectl("get", "-n", namespace, "configmaps", "--chunk-size=5",
                              "-o", "name", "-v=6")

@@ -63,6 +63,7 @@ WAIT_TIMEOUT: Final = 3.0
 NO_PROGRESS_WAIT: Final = 0.01
 # How often a waiting consistent read asks the backend for progress again.
 PROGRESS_PERIOD: Final = 0.1
+DEFAULT_MAX_EVENTS: Final = 100_000  # upper bound of the window (it also keeps 5 minutes)
 # Default per-watcher buffer of live events.
 WATCHER_CAPACITY: Final = 1024
 
@@ -115,7 +116,7 @@ class Cacher:
         *,
         resource: str,
         history_seconds: float = 300.0,
-        max_events: int = 100_000,
+        max_events: int = DEFAULT_MAX_EVENTS,
         watcher_capacity: int = WATCHER_CAPACITY,
         bookmark_interval: float = 60.0,
         key_func: KeyFunc | None = None,

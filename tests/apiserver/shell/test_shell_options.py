@@ -89,3 +89,13 @@ def test_startup_errors_exit_1(tmp_path, flags, message):
     assert out.returncode == 1
     assert out.stderr.startswith("plat-server: error: ")
     assert message.format(**fmt) in out.stderr
+
+
+def test_watch_cache_sizes() -> None:
+    from apiserver.options import parse_watch_cache_sizes
+
+    assert parse_watch_cache_sizes("configmaps#10, statefulsets.apps#0") == (
+        ("configmaps", 10), ("statefulsets.apps", 0))
+    for bad in ("configmaps", "configmaps#x", "#3", "configmaps#-1"):
+        with pytest.raises(ValueError):
+            parse_watch_cache_sizes(bad)
