@@ -291,8 +291,8 @@ class EtcdStateMachine:
                     log.exception("apply %s failed", env.get("op"))
                     err = EtcdError(ErrorSpec(BAD_COMMAND.code, f"raftstore: {exc}"))
                 result = err
-            metrics.REVISION.set(self.store.rev)
-            metrics.COMPACT_REVISION.set(self.store.compact_rev)
+            # The revision gauges are refreshed when /metrics is scraped (server.py), not here:
+            # two locked gauge writes per command on every member cost more than they tell.
             return result
 
     def snapshot_writer(self) -> Callable[[BinaryIO], None]:

@@ -78,8 +78,17 @@ def _status(exc: BaseException) -> tuple[grpc.StatusCode, str]:
     return grpc.StatusCode.UNKNOWN, f"raftstore: {exc}"
 
 
+_HANDLED: dict[tuple[str, str, grpc.StatusCode], Any] = {}
+
+
 def _record(service: str, method: str, code: grpc.StatusCode) -> None:
-    metrics.GRPC_HANDLED.labels(service, method, code.name).inc()
+    # prometheus_client's ``labels()`` takes a lock and builds a key on every call; the
+    # children are cached here (a handful of methods and codes).
+    key = (service, method, code)
+    child = _HANDLED.get(key)
+    if child is None:
+        child = _HANDLED[key] = metrics.GRPC_HANDLED.labels(service, method, code.name)
+    child.inc()
 
 
 def unary(
