@@ -351,12 +351,24 @@ class Cacher:
         return key.startswith(self._range_prefix) or key == self._prefix
 
     async def _reach(self, rv: int) -> bool:
-        """Wait for the cache to reach ``rv``: True when it did. A version taken from another
-        resource is reached through a progress notification (requested as for a consistent
-        read). Without progress support the cache may never see ``rv``: False when the store
-        has it (the caller then reads from the store), TOO_LARGE_RESOURCE_VERSION when
-        neither has it after ``wait_timeout``."""
-        if rv <= self._cache.rv or await self._wait_until(rv, patient=True):
+        """Wait for the cache to reach ``rv``: True when it did, False when the store has
+        ``rv`` but the cache cannot show it soon (the caller then reads from the store),
+        TOO_LARGE_RESOURCE_VERSION when neither has it after ``wait_timeout``.
+
+        A version taken from another resource is reached through a progress notification,
+        requested as for a consistent read; a store without progress support (etcd before
+        3.4.31) never gets this cache there, so such reads go to the store at once."""
+        if rv <= self._cache.rv:
+            return True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._wait_timeout
+        if await self._wait_until(rv, patient=False, deadline=deadline):
+            return True
+        current = await self._backend.current_revision()
+        if current >= rv:
+            return False
+        # a version from the future: wait for it to happen
+        if await self._wait_until(rv, patient=True, deadline=deadline):
             return True
         current = await self._backend.current_revision()
         if current >= rv:
@@ -368,7 +380,8 @@ class Cacher:
         from memory, upstream ConsistentListFromCache); False if it did not in time."""
         return await self._wait_until(await self._backend.current_revision(), patient=False)
 
-    async def _wait_until(self, target: int, *, patient: bool) -> bool:
+    async def _wait_until(self, target: int, *, patient: bool,
+                          deadline: float | None = None) -> bool:
         """Wait until the cache reaches ``target``; False if it did not within
         ``wait_timeout``. While waiting, a progress notification is requested every 100 ms
         (upstream's conditionalProgressRequester), so an idle prefix catches up at once.
@@ -378,17 +391,20 @@ class Cacher:
         if cache.rv >= target:
             return True
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._wait_timeout
+        if deadline is None:
+            deadline = loop.time() + self._wait_timeout
         while True:
             bw = self._backend_watch
             remaining = deadline - loop.time()
-            if not isinstance(bw, ProgressRequester):
+            supported = isinstance(bw, ProgressRequester)
+            if supported:
+                try:
+                    await bw.request_progress()  # type: ignore[union-attr]
+                except StorageError:
+                    supported = False  # e.g. etcd before 3.4.31: never promises progress
+            if not supported:
                 limit = remaining if patient else NO_PROGRESS_WAIT
                 return await cache.wait_for(target, max(min(limit, remaining), 0.0))
-            try:
-                await bw.request_progress()
-            except StorageError:
-                return await cache.wait_for(target, max(remaining, 0.0))
             if await cache.wait_for(target, min(PROGRESS_PERIOD, max(remaining, 0.0))):
                 return True
             if loop.time() >= deadline:

@@ -161,6 +161,29 @@ async def test_consistent_list_falls_back_without_progress() -> None:
     await c.close()
 
 
+@pytest.mark.timeout(20)
+async def test_version_of_another_resource_goes_to_the_store_without_progress() -> None:
+    """Without progress support (etcd before 3.4.31) the cache never reaches a version
+    written elsewhere: reads and watches at it go to the store at once instead of waiting
+    out wait_timeout (60 s here: the test's own timeout would end it first)."""
+    store = FakeStore(progress=False)
+    c = Cacher(store, PREFIX, resource="configmaps", wait_timeout=60.0)
+    await c.start()
+    assert await c.wait_ready(5)
+    store.bump_other()
+    rv = str(store.rev)
+    res = await c.get_list(PREFIX, ListOptions(resource_version=rv,
+                                               resource_version_match="NotOlderThan"))
+    assert res.resource_version == store.rev
+    assert await c.get(key("a", "none"), GetOptions(resource_version=rv,
+                                                    ignore_not_found=True)) is None
+    w = await c.watch(PREFIX, ListOptions(resource_version=rv))
+    await store.create(key("a", "later"), cm("a", "later"))
+    assert (await nxt(w)).object["metadata"]["name"] == "later"
+    w.stop()
+    await c.close()
+
+
 async def test_consistent_list_sees_own_write(store: FakeStore, cacher: Cacher) -> None:
     for i in range(20):
         await store.create(key("a", f"o{i:02}"), cm("a", f"o{i:02}"))
