@@ -31,8 +31,34 @@ if TYPE_CHECKING:
 _IDLE_CHECK: Final = 1.0
 
 
+class _LastFrame:
+    """The most recent plain frame. Every watcher of an event gets the same (read-only)
+    object from the registry, and the watchers of one event run one after the other on the
+    loop, so a single remembered frame encodes each event once instead of once per watcher.
+    Holding the object keeps the identity test sound."""
+
+    __slots__ = ("type", "obj", "media", "data")
+
+    def __init__(self) -> None:
+        self.type = ""
+        self.obj: object = None
+        self.media = ""
+        self.data = b""
+
+
+_LAST: Final = _LastFrame()
+
+
 def _frame(scope: Scope, item: WatchItem, first: bool) -> bytes:
     obj: Any = item.object
+    media = scope.output.media_type
+    if not scope.output.convert and item.type != "ERROR":
+        last = _LAST
+        if last.obj is obj and last.type == item.type and last.media == media:
+            return last.data
+        data = serializers.encode_watch_event(item.type, obj, media)
+        last.type, last.obj, last.media, last.data = item.type, obj, media, data
+        return data
     if scope.output.convert == TABLE and item.type == "BOOKMARK":
         rv = (obj.get("metadata") or {}).get("resourceVersion", "")
         obj = {"kind": TABLE, "apiVersion": scope.output.convert_api_version,

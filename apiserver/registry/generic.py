@@ -81,6 +81,7 @@ class GenericStore:
         self.strategy = strategy
         self.storage = storage
         self.config = config or StoreConfig()
+        self._last_decorated: tuple[Object, Object] | None = None
 
     # -- identity -----------------------------------------------------------------------------
 
@@ -127,6 +128,17 @@ class GenericStore:
         out.update(obj)
         out["kind"] = kind
         out["apiVersion"] = av
+        return out
+
+    def decorated_shared(self, obj: Object) -> Object:
+        """``decorate`` for watch events: the watch cache hands the same (read-only) object to
+        every watcher of an event, so one decorated copy serves them all (and, being one
+        object, lets the handler encode it once: see endpoints/watch.py)."""
+        last = self._last_decorated
+        if last is not None and last[0] is obj:
+            return last[1]
+        out = self.decorate(obj)
+        self._last_decorated = (obj, out)
         return out
 
     def storage_error(self, err: StorageError, name: str = "") -> status.APIError:
@@ -400,6 +412,6 @@ class _WatchStream:
                         "kind": st.strategy.kind, "apiVersion": st.strategy.group_version,
                         "metadata": meta})
                     continue
-                yield WatchItem(type=ev.type, object=st.decorate(ev.object))
+                yield WatchItem(type=ev.type, object=st.decorated_shared(ev.object))
         finally:
             self.stop()
