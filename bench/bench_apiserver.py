@@ -147,7 +147,7 @@ async def ensure_namespace(http: Http, ns: str) -> None:
             raise
 
 
-async def api_phases(urls: list[str], ctx: ssl.SSLContext, plan: Plan,
+async def api_phases(urls: list[str], ctx: ssl.SSLContext, kubeconfig: str, plan: Plan,
                      log: Callable[[str], None]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     http = Http(urls, ctx, limit=max(plan.create_clients, plan.get_clients))
@@ -186,46 +186,42 @@ async def api_phases(urls: list[str], ctx: ssl.SSLContext, plan: Plan,
                        "median_ms": round(statistics.median(times) * 1000, 1),
                        "bytes": len(raw)}
         log(f"list of {n}: best {out['list']['best_ms']} ms")
-        out["watch"] = await watch_latency(http, urls, ctx, plan, log)
+        out["watch"] = await watch_latency(http, urls, kubeconfig, plan, log)
     finally:
         await http.close()
     return out
 
 
-async def watch_latency(http: Http, urls: list[str], ctx: ssl.SSLContext, plan: Plan,
-                        log: Callable[[str], None]) -> dict[str, Any]:
-    """N watchers of one namespace; a writer updates one object at ``write_rate``; each
-    event's latency is its receive time minus the time its write was sent (the write's own
-    latency included: an event may reach a watcher before the writer has read the PUT's
-    response, so the acknowledgement is no clock to measure from)."""
-    await ensure_namespace(http, "bench-watch")
-    path = "/api/v1/namespaces/bench-watch/configmaps"
-    raw = await http.request("POST", path, body=configmap("w", 0.0), expect=201)
-    start_rv = orjson.loads(raw)["metadata"]["resourceVersion"]
-    acked: dict[str, float] = {}  # resourceVersion -> time the write was sent
-    received: list[list[tuple[str, float]]] = [[] for _ in range(plan.watchers)]
+async def collect_events(urls: list[str], ctx: ssl.SSLContext, path: str, start_rv: str,
+                         first: int, count: int, want: int,
+                         ready: Callable[[], None], seconds: float
+                         ) -> list[list[tuple[str, float]]]:
+    """Open watchers ``first .. first+count-1`` from ``start_rv``; call ``ready`` once all are
+    open; return each one's (resourceVersion, receive time) once it has ``want`` events or
+    ``seconds`` have passed. Receive times are ``time.monotonic()``, comparable across the
+    processes of this machine."""
+    received: list[list[tuple[str, float]]] = [[] for _ in range(count)]
     sessions = [aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, limit=0),
                                       timeout=aiohttp.ClientTimeout(total=None))
                 for _ in range(4)]
-    opened = asyncio.Event()
     n_open = 0
-    done = asyncio.Event()
 
     async def watcher(i: int) -> None:
         nonlocal n_open
         s = sessions[i % len(sessions)]
-        url = (urls[i % len(urls)] + path +
+        url = (urls[(first + i) % len(urls)] + path +
                f"?watch=1&resourceVersion={start_rv}&timeoutSeconds=600")
         async with s.get(url) as resp:
             n_open += 1
-            if n_open == plan.watchers:
-                opened.set()
+            if n_open == count:
+                ready()
             buf = b""
-            while not done.is_set():
+            mine = received[i]
+            while True:
                 chunk = await resp.content.readany()
                 if not chunk:
                     break
-                now = time.perf_counter()
+                now = time.monotonic()
                 buf += chunk
                 # one event per line; only its resourceVersion matters here, found without
                 # parsing the whole document (the client shares the 2 cores with the server)
@@ -235,40 +231,96 @@ async def watch_latency(http: Http, urls: list[str], ctx: ssl.SSLContext, plan: 
                     if at < 0:
                         continue
                     start = at + len(RV_FIELD)
-                    rv = line[start:line.index(b'"', start)].decode()
-                    received[i].append((rv, now))
-                if len(received[i]) >= plan.watch_writes:
+                    mine.append((line[start:line.index(b'"', start)].decode(), now))
+                if len(mine) >= want:
                     return
 
-    log(f"opening {plan.watchers} watchers")
-    tasks = [asyncio.create_task(watcher(i)) for i in range(plan.watchers)]
-    await asyncio.wait_for(opened.wait(), 120)
+    tasks = [asyncio.create_task(watcher(i)) for i in range(count)]
+    try:
+        await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), seconds)
+    except TimeoutError:
+        pass
+    for t in tasks:
+        t.cancel()
+    for s in sessions:
+        await s.close()
+    return received
+
+
+def watch_child(argv: list[str]) -> int:
+    """``--watch-child``: one load-generating process of the watch phase (see
+    watch_latency). Prints READY when its watchers are open, then the events as JSON."""
+    spec = json.loads(argv[0])
+    from apiserver.testing.launcher import ssl_context_for
+
+    async def run() -> list[list[tuple[str, float]]]:
+        def ready() -> None:
+            print("READY", flush=True)
+
+        return await collect_events(spec["urls"], ssl_context_for(spec["kubeconfig"]),
+                                    spec["path"], spec["start_rv"], spec["first"],
+                                    spec["count"], spec["want"], ready, spec["seconds"])
+
+    events = asyncio.run(run())
+    sys.stdout.write(json.dumps(events) + "\n")
+    return 0
+
+
+WATCH_PROCESSES = 2
+
+
+async def watch_latency(http: Http, urls: list[str], kubeconfig: str, plan: Plan,
+                        log: Callable[[str], None]) -> dict[str, Any]:
+    """N watchers of one namespace, spread over WATCH_PROCESSES client processes (one
+    process reading 1,000 TLS streams saturates a core before the server does); a writer
+    updates one object at ``write_rate``; each event's latency is its receive time minus the
+    time its write was sent (the write's own latency included: an event may reach a watcher
+    before the writer has read the PUT's response, so the acknowledgement is no clock to
+    measure from)."""
+    await ensure_namespace(http, "bench-watch")
+    path = "/api/v1/namespaces/bench-watch/configmaps"
+    raw = await http.request("POST", path, body=configmap("w", 0.0), expect=201)
+    start_rv = orjson.loads(raw)["metadata"]["resourceVersion"]
+    acked: dict[str, float] = {}  # resourceVersion -> time the write was sent
+    seconds = plan.watch_writes / plan.write_rate + 90
+    per = -(-plan.watchers // WATCH_PROCESSES)
+    children = []
+    for k in range(WATCH_PROCESSES):
+        spec = {"urls": urls, "kubeconfig": kubeconfig, "path": path, "start_rv": start_rv,
+                "first": k * per, "count": min(per, plan.watchers - k * per),
+                "want": plan.watch_writes, "seconds": seconds}
+        children.append(await asyncio.create_subprocess_exec(
+            sys.executable, __file__, "--watch-child", json.dumps(spec),
+            stdout=asyncio.subprocess.PIPE, limit=1 << 30))
+    log(f"opening {plan.watchers} watchers in {WATCH_PROCESSES} processes")
+    for c in children:
+        assert c.stdout is not None
+        line = await asyncio.wait_for(c.stdout.readline(), 180)
+        if line.strip() != b"READY":
+            raise RuntimeError(f"watch child failed: {line[:200]!r}")
     await asyncio.sleep(1.0)
     log(f"writing {plan.watch_writes} updates at {plan.write_rate}/s")
     interval = 1.0 / plan.write_rate
-    t_next = time.perf_counter()
+    t_next = time.monotonic()
     failures = 0
     for n in range(plan.watch_writes):
         t_next += interval
         body = configmap("w", float(n + 1))  # never equal to the created object: no no-op
-        sent = time.perf_counter()
+        sent = time.monotonic()
         try:
             raw = await http.request("PUT", f"{path}/w", body=body)
             acked[orjson.loads(raw)["metadata"]["resourceVersion"]] = sent
         except RuntimeError:
             failures += 1
-        delay = t_next - time.perf_counter()
+        delay = t_next - time.monotonic()
         if delay > 0:
             await asyncio.sleep(delay)
-    try:
-        await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 60)
-    except TimeoutError:
-        pass
-    done.set()
-    for t in tasks:
-        t.cancel()
-    for s in sessions:
-        await s.close()
+    received: list[list[tuple[str, float]]] = []
+    for c in children:
+        assert c.stdout is not None
+        out = await c.stdout.read()
+        await c.wait()
+        received.extend([(rv, t) for rv, t in w] for w in json.loads(out or b"[]"))
     lat: list[float] = []
     gaps = 0
     for events in received:
@@ -276,7 +328,7 @@ async def watch_latency(http: Http, urls: list[str], ctx: ssl.SSLContext, plan: 
         if rvs != list(acked):  # every write, in order, nothing else
             gaps += 1
         lat.extend(t - acked[rv] for rv, t in events if rv in acked)
-    return {"watchers": plan.watchers, "writes": len(acked), "write_failures": failures,
+    return {"watchers": len(received), "writes": len(acked), "write_failures": failures,
             "events": sum(len(e) for e in received),
             "p50_ms": round(percentile(lat, 0.5) * 1000, 1),
             "p99_ms": round(percentile(lat, 0.99) * 1000, 1),
@@ -415,7 +467,8 @@ def run_series(label: str, plan: Plan, base: Path, store: str) -> dict[str, Any]
         log(f"{len(servers)} apiserver(s) up")
         ctx = main.ssl_context()
         result: dict[str, Any] = {"label": label}
-        result.update(asyncio.run(api_phases([s.url for s in servers], ctx, plan, log)))
+        result.update(asyncio.run(api_phases([s.url for s in servers], ctx, main.kubeconfig,
+                                             plan, log)))
         if store == "embedded":
             result["raw"] = asyncio.run(raw_embedded_creates(plan.create_clients, plan.creates))
         else:
@@ -482,6 +535,9 @@ def report(results: list[dict[str, Any]], bare: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args_in = sys.argv[1:] if argv is None else argv
+    if args_in[:1] == ["--watch-child"]:
+        return watch_child(args_in[1:])
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true")
     p.add_argument("--only", default="embedded,raftstore,etcd",

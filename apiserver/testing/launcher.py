@@ -41,6 +41,24 @@ def _script(name: str) -> str:
     return str(path)
 
 
+def ssl_context_for(kubeconfig: str) -> ssl.SSLContext:
+    """An SSL context from a kubeconfig file: verifies the server with its CA and presents
+    its client certificate (first cluster, first user)."""
+    cfg = yaml.safe_load(Path(kubeconfig).read_text())
+    cluster = cfg["clusters"][0]["cluster"]
+    user = cfg["users"][0]["user"]
+    ctx = ssl.create_default_context(
+        cadata=base64.b64decode(cluster["certificate-authority-data"]).decode()
+    )
+    if "client-certificate-data" in user:
+        with tempfile.TemporaryDirectory() as d:
+            cert, key = Path(d) / "c.pem", Path(d) / "k.pem"
+            cert.write_bytes(base64.b64decode(user["client-certificate-data"]))
+            key.write_bytes(base64.b64decode(user["client-key-data"]))
+            ctx.load_cert_chain(str(cert), str(key))
+    return ctx
+
+
 class ApiServerProcess:
     """One API server process. ``program`` is ``plat-server`` (all-in-one; creates its PKI and
     ``admin.kubeconfig`` under ``data_dir``) or ``plat-apiserver`` (a replica; pass the TLS and
@@ -95,19 +113,7 @@ class ApiServerProcess:
 
     def ssl_context(self) -> ssl.SSLContext:
         """Verifies the server with the kubeconfig's CA and presents its client certificate."""
-        cfg = self.kubeconfig_data()
-        cluster = cfg["clusters"][0]["cluster"]
-        user = cfg["users"][0]["user"]
-        ctx = ssl.create_default_context(
-            cadata=base64.b64decode(cluster["certificate-authority-data"]).decode()
-        )
-        if "client-certificate-data" in user:
-            with tempfile.TemporaryDirectory() as d:
-                cert, key = Path(d) / "c.pem", Path(d) / "k.pem"
-                cert.write_bytes(base64.b64decode(user["client-certificate-data"]))
-                key.write_bytes(base64.b64decode(user["client-key-data"]))
-                ctx.load_cert_chain(str(cert), str(key))
-        return ctx
+        return ssl_context_for(self.kubeconfig)
 
     def kubectl(self, *args: str, stdin: str | None = None, check: bool = True,
                 timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
