@@ -27,7 +27,7 @@ import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
-from apiserver import certs, featuregates, health
+from apiserver import certs, featuregates, gctuning, health
 from apiserver.authn import build_authenticator
 from apiserver.authz import build_authorizer
 from apiserver.discovery import Discovery
@@ -337,6 +337,7 @@ async def serve(options: ServerOptions, *, allinone: bool,
     backends = await open_backends(options)
     controllers: list[Controllers] = []
     runner: web.AppRunner | None = None
+    gc_thaw: asyncio.Task[None] | None = None
     try:
         app = build_app(options, backends)
         runner = web.AppRunner(app, handle_signals=False, access_log=None,
@@ -358,6 +359,11 @@ async def serve(options: ServerOptions, *, allinone: bool,
         log.info("serving", url=url, bind_address=options.bind_address, port=port,
                  storage="etcd3" if options.etcd_servers else "embedded",
                  authorization_mode=",".join(options.authorization_mode))
+        if gctuning.installed():
+            # start-up's long-lived state (schemas, primed caches) is frozen out of every
+            # later collection; see apiserver/gctuning.py
+            gctuning.freeze_now()
+            gc_thaw = asyncio.create_task(gctuning.thaw_periodically(), name="gc-thaw")
         if ready is not None:
             ready(url)
         await _wait_for_signal()
@@ -366,6 +372,8 @@ async def serve(options: ServerOptions, *, allinone: bool,
         if options.shutdown_delay_duration > 0:
             await asyncio.sleep(options.shutdown_delay_duration)
     finally:
+        if gc_thaw is not None:
+            gc_thaw.cancel()
         if runner is not None:
             await runner.cleanup()
         for c in reversed(controllers):
@@ -447,6 +455,7 @@ def run(options: ServerOptions, *, allinone: bool) -> int:
     from apiserver.authn.tokenfile import TokenFileError
 
     logs.configure(options.logging_format, options.log_level)
+    gctuning.tune()
     try:
         import uvloop
 
