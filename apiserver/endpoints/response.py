@@ -198,6 +198,13 @@ def encode_response(request: web.Request, status: int, body_obj: Any, output: Ou
                     warnings: list[str], extra_headers: dict[str, str] | None = None
                     ) -> web.Response:
     data = serializers.encode(body_obj, output.media_type, is_pretty(request, output))
+    return encoded_response(request, status, data, output, warnings, extra_headers)
+
+
+def encoded_response(request: web.Request, status: int, data: bytes, output: OutputType,
+                     warnings: list[str], extra_headers: dict[str, str] | None = None
+                     ) -> web.Response:
+    """A response whose body is already encoded for ``output``."""
     headers = _headers(output.media_type, warnings)
     if extra_headers:
         headers.update(extra_headers)

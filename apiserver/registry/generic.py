@@ -13,7 +13,7 @@ import datetime as dt
 import logging
 import random
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -36,6 +36,8 @@ from apiserver.registry.interface import (
 from apiserver.registry.treecopy import deep_copy
 from storage import interface as si
 from storage import keys
+from storage.cacher.cacher import Cacher, EncodedList
+from storage.cacher.watch_cache import ItemEncoder
 from storage.errors import Code, StorageError
 
 if TYPE_CHECKING:
@@ -210,13 +212,38 @@ class GenericStore:
             res = await self.storage.get_list(key, sopts)
         except StorageError as e:
             raise self.storage_error(e) from None
+        head = self._list_head(res)
+        head["items"] = [self.decorate(o) for o in res.items]
+        return head
+
+    async def list_encoded(self, ctx: Context, opts: ListOptions, encoding: str,
+                           encode: Callable[[Object], bytes]
+                           ) -> tuple[Object, builtins.list[bytes]] | None:
+        """``list`` with each item as ``encode`` encodes it (``encoding`` names it: equal names
+        must encode alike), for storage that keeps encodings (the watch cache): the list
+        without ``items``, and the items' encodings. None when storage keeps none."""
+        storage = self.storage
+        if not isinstance(storage, Cacher):
+            return None
+        key, recursive = self.list_key(ctx, opts)
+        sopts = self.storage_list_options(opts, recursive)
+        decorate = self.decorate
+        encoder = ItemEncoder(ident=(encoding, self.strategy.kind, self.strategy.group_version),
+                              encode=lambda obj: encode(decorate(obj)))
+        try:
+            res = await storage.get_list_encoded(key, sopts, encoder)
+        except StorageError as e:
+            raise self.storage_error(e) from None
+        return self._list_head(res), res.items
+
+    def _list_head(self, res: si.ListResult | EncodedList) -> Object:
         meta: dict[str, Any] = {"resourceVersion": str(res.resource_version)}
         if res.continue_token:
             meta["continue"] = res.continue_token
         if res.remaining_item_count is not None and res.remaining_item_count > 0:
             meta["remainingItemCount"] = res.remaining_item_count
         return {"kind": self.new_list_kind(), "apiVersion": self.strategy.group_version,
-                "metadata": meta, "items": [self.decorate(o) for o in res.items]}
+                "metadata": meta}
 
     async def watch(self, ctx: Context, opts: ListOptions) -> _WatchStream:
         key, recursive = self.list_key(ctx, opts)

@@ -27,11 +27,18 @@ import logging
 import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Final
 
 from storage import continuetoken
 from storage.cacher.cache_watcher import CacheWatcher, ErrorWatcher
-from storage.cacher.watch_cache import CacheEvent, EventType, WatchCache, object_rv
+from storage.cacher.watch_cache import (
+    CacheEvent,
+    EventType,
+    ItemEncoder,
+    WatchCache,
+    object_rv,
+)
 from storage.errors import Code, StorageError
 from storage.interface import (
     RV_MATCH_EXACT,
@@ -68,6 +75,24 @@ DEFAULT_MAX_EVENTS: Final = 100_000  # upper bound of the window (it also keeps 
 WATCHER_CAPACITY: Final = 1024
 
 KeyFunc = Callable[[Object], str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EncodedList:
+    """``get_list_encoded``'s answer: ``ListResult`` with each item already encoded."""
+
+    items: list[bytes]
+    resource_version: int
+    continue_token: str = ""
+    remaining_item_count: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Page:
+    keys: list[str]
+    resource_version: int
+    continue_token: str = ""
+    remaining_item_count: int | None = None
 
 
 def parse_rv(value: str) -> int:
@@ -492,6 +517,14 @@ class Cacher:
 
     def _list(self, key: str, opts: ListOptions) -> ListResult:
         """One synchronous read of the cache, so the page is at exactly ``cache.rv``."""
+        page = self._select(key, opts)
+        return ListResult(items=self._cache.objects(page.keys),
+                          resource_version=page.resource_version,
+                          continue_token=page.continue_token,
+                          remaining_item_count=page.remaining_item_count)
+
+    def _select(self, key: str, opts: ListOptions) -> _Page:
+        """The keys of one page of the list, synchronously, at exactly ``cache.rv``."""
         cache = self._cache
         rv = cache.rv
         if opts.recursive:
@@ -504,35 +537,58 @@ class Cacher:
         limit = opts.limit if opts.limit > 0 and opts.resource_version != "0" else 0
         pred = opts.predicate
         more = False
-        last = ""
         if pred.everything:
             if limit and len(keys) > limit:
                 more = True
                 page = keys[:limit]
             else:
                 page = keys
-            items = cache.objects(page)
-            if page:
-                last = page[-1]
         else:
-            items = []
+            page = []
             matches = pred.matches
+            get = cache.get
             for k in keys:
-                if limit and len(items) >= limit:
+                if limit and len(page) >= limit:
                     more = True
                     break
-                obj = cache.get(k)
+                obj = get(k)
                 assert obj is not None
                 if matches(obj):
-                    items.append(obj)
-                    last = k
+                    page.append(k)
         if not more or not opts.recursive:
-            return ListResult(items=items, resource_version=rv)
+            return _Page(keys=page, resource_version=rv)
         remaining = len(keys) - limit if pred.everything else None
-        token, count = continuetoken.next_page(last, prefix, rv, more=True, remaining=remaining)
-        return ListResult(
-            items=items, resource_version=rv, continue_token=token, remaining_item_count=count
-        )
+        token, count = continuetoken.next_page(page[-1], prefix, rv, more=True,
+                                               remaining=remaining)
+        return _Page(keys=page, resource_version=rv, continue_token=token,
+                     remaining_item_count=count)
+
+    async def get_list_encoded(self, key: str, opts: ListOptions,
+                               encoder: ItemEncoder) -> EncodedList:
+        """``get_list`` with each item as ``encoder`` encodes it. Items served from memory
+        reuse the cache's encodings (each object is encoded once per change, not per list);
+        items read from the backend are encoded here."""
+        if self._ready.is_set() and self._covers(key) and not self._delegate_list(opts):
+            rv_s = opts.resource_version
+            if rv_s == "":
+                fresh = await self._wait_fresh()
+            else:
+                fresh = await self._reach(parse_rv(rv_s))
+                if not fresh:
+                    opts = dataclasses.replace(opts, resource_version="",
+                                               resource_version_match="")
+            if fresh:
+                page = self._select(key, opts)
+                return EncodedList(items=self._cache.encoded(page.keys, encoder),
+                                   resource_version=page.resource_version,
+                                   continue_token=page.continue_token,
+                                   remaining_item_count=page.remaining_item_count)
+        res = await self._backend.get_list(key, opts)
+        encode = encoder.encode
+        return EncodedList(items=[encode(o) for o in res.items],
+                           resource_version=res.resource_version,
+                           continue_token=res.continue_token,
+                           remaining_item_count=res.remaining_item_count)
 
     # -- Interface: watch ----------------------------------------------------------------------
 

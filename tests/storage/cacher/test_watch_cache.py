@@ -48,3 +48,38 @@ def test_apply_types_and_sorted_keys() -> None:
     assert wc.range_keys("/p/") == ["/p/b"] and wc.rv == 5
     assert wc.apply("DELETED", "/p/zz", obj("zz", 6), 6) is None and wc.rv == 6
     assert wc.progress(9) and wc.rv == 9 and not wc.progress(8)
+
+
+def test_encodings_made_once_per_state_and_encoder() -> None:
+    from storage.cacher.watch_cache import ItemEncoder
+
+    calls: list[str] = []
+
+    def enc(tag: str) -> ItemEncoder:
+        def encode(o: dict[str, object]) -> bytes:
+            meta = o["metadata"]
+            assert isinstance(meta, dict)
+            calls.append(meta["name"])
+            return f"{tag}:{meta['name']}@{meta['resourceVersion']}".encode()
+        return ItemEncoder(ident=tag, encode=encode)
+
+    c = WatchCache(history_seconds=60, max_events=10)
+    c.replace([("p/a", obj("a", 1)), ("p/b", obj("b", 1))], 1)
+    a = enc("x")
+    assert c.encoded(["p/a", "p/b"], a) == [b"x:a@1", b"x:b@1"]
+    assert c.encoded(["p/b", "p/a"], a) == [b"x:b@1", b"x:a@1"]
+    assert calls == ["a", "b"]
+    c.apply("MODIFIED", "p/a", obj("a", 2), 2)
+    assert c.encoded(["p/a", "p/b"], a) == [b"x:a@2", b"x:b@1"]
+    assert calls == ["a", "b", "a"]
+    # a stale event (at or below the cache's revision) changes nothing
+    c.apply("MODIFIED", "p/a", obj("a", 1), 1)
+    assert c.encoded(["p/a"], a) == [b"x:a@2"] and calls == ["a", "b", "a"]
+    # another encoding replaces the cached one
+    assert c.encoded(["p/b"], enc("y")) == [b"y:b@1"]
+    assert c.encoded(["p/b"], a) == [b"x:b@1"]
+    c.apply("DELETED", "p/b", obj("b", 3), 3)
+    c.apply("MODIFIED", "p/b", obj("b", 4), 4)
+    assert c.encoded(["p/b"], a) == [b"x:b@4"]
+    c.replace([("p/a", obj("a", 9))], 9)
+    assert c.encoded(["p/a"], a) == [b"x:a@9"]
