@@ -309,7 +309,15 @@ def encode_list(head: dict[str, Any], items: list[bytes]) -> bytes:
     """What ``encode(head | {"items": [...]}, JSON)`` makes of a list whose items are already
     encoded (each as ``encode_item`` does): the same bytes, joined instead of re-encoded.
     ``head`` must not hold ``items``."""
-    return b"".join((orjson.dumps(head)[:-1], b',"items":[', b",".join(items), b"]}\n"))
+    start = orjson.dumps(head)[:-1] + b',"items":['
+    end = b"]}\n"
+    if not items:
+        return start + end
+    # one copy of the items: the head and tail ride on the first and last
+    parts = items.copy()
+    parts[0] = start + parts[0]
+    parts[-1] = parts[-1] + end
+    return b",".join(parts)
 
 
 def encode_item(obj: Any) -> bytes:

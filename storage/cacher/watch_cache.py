@@ -15,8 +15,8 @@ A worked example (list at 10, then writes at 12, 15, 19; max_events = 2)::
 
 A re-list (after the store compacted past us) resets the window: floor = the list revision.
 
-Encodings: ``encoded`` keeps, next to each current object, its encoding by the last encoder
-that asked (upstream's cachingObject): a list of 10,000 objects is then a join of bytes
+Encodings: ``encoded`` keeps, next to each current object, its encoding by each encoder that
+asked (upstream's cachingObject): a list of 10,000 objects is then a join of bytes
 instead of 10,000 copies and encodings. An entry is dropped when its key changes, so it always
 encodes the object now stored under the key.
 """
@@ -99,8 +99,8 @@ class WatchCache:
     ) -> None:
         self._items: dict[str, Object] = {}
         self._keys: list[str] = []
-        # key -> (encoder ident, encoding of _items[key]); dropped whenever the key changes
-        self._encoded: dict[str, tuple[Hashable, bytes]] = {}
+        # encoder ident -> key -> encoding of _items[key]; dropped whenever the key changes
+        self._encoded: dict[Hashable, dict[str, bytes]] = {}
         self.events: deque[CacheEvent] = deque()
         self.floor = 0
         self.rv = 0
@@ -130,24 +130,20 @@ class WatchCache:
         items = self._items
         return [items[k] for k in keys]
 
-    def encoded(self, keys: Iterable[str], encoder: ItemEncoder) -> list[bytes]:
+    def encoded(self, keys: list[str], encoder: ItemEncoder) -> list[bytes]:
         """The encodings of the objects at ``keys`` (all present), each made at most once per
         stored state and encoder."""
-        items = self._items
-        memo = self._encoded
-        ident = encoder.ident
-        encode = encoder.encode
-        out: list[bytes] = []
-        append = out.append
-        for k in keys:
-            entry = memo.get(k)
-            if entry is not None and entry[0] == ident:
-                append(entry[1])
-                continue
-            data = encode(items[k])
-            memo[k] = (ident, data)
-            append(data)
-        return out
+        memo = self._encoded.get(encoder.ident)
+        if memo is None:
+            memo = self._encoded[encoder.ident] = {}
+        out: list[bytes | None] = list(map(memo.get, keys))
+        if None in out:
+            items = self._items
+            encode = encoder.encode
+            for i, k in enumerate(keys):
+                if out[i] is None:
+                    out[i] = memo[k] = encode(items[k])
+        return out  # type: ignore[return-value]  # no None left
 
     def events_after(self, rv: int) -> list[CacheEvent]:
         """Events with a revision greater than ``rv`` (the caller checked ``rv >= floor``)."""
@@ -174,7 +170,8 @@ class WatchCache:
             return None
         items = self._items
         prev = items.get(key)
-        self._encoded.pop(key, None)
+        for memo in self._encoded.values():
+            memo.pop(key, None)
         if type_ == "DELETED":
             if prev is None:
                 self._advance(rv)
