@@ -10,7 +10,9 @@ clients re-watch and get 410 only if they are below the new window).
 Serving (SPEC 8.1 and upstream's delegator):
 
 - writes go to the backend, with the cached object as ``cached_existing``;
-- get: "" -> backend; "0" / "N" -> memory once the cache has reached N;
+- get: "" (consistent) -> memory once the cache has reached the backend's current revision
+  (read after the get arrived, shared by the gets waiting at the same moment: see
+  ``nextcall``), else the backend; "0" / "N" -> memory once the cache has reached N;
 - get_list: Exact, continue and legacy exact (limit with rv N) -> backend; "0" and
   NotOlderThan -> memory (the limit is ignored for "0", as upstream); "" (consistent) ->
   memory once the cache has reached the backend's current revision, else the backend;
@@ -32,6 +34,7 @@ from typing import Final
 
 from storage import continuetoken
 from storage.cacher.cache_watcher import CacheWatcher, ErrorWatcher
+from storage.cacher.nextcall import NextCall
 from storage.cacher.watch_cache import (
     CacheEvent,
     EventType,
@@ -70,6 +73,10 @@ WAIT_TIMEOUT: Final = 3.0
 NO_PROGRESS_WAIT: Final = 0.01
 # How often a waiting consistent read asks the backend for progress again.
 PROGRESS_PERIOD: Final = 0.1
+# Without progress notifications a consistent get finds the cache fresh only while no other
+# prefix is written; after it did not, gets go to the backend for this long before trying
+# the cache again (a fresh check costs one revision read, shared, before the backend read).
+STALE_GET_BACKOFF: Final = 1.0
 DEFAULT_MAX_EVENTS: Final = 100_000  # upper bound of the window (it also keeps 5 minutes)
 # Default per-watcher buffer of live events.
 WATCHER_CAPACITY: Final = 1024
@@ -164,6 +171,11 @@ class Cacher:
         self._tasks: list[asyncio.Task[None]] = []
         self._backend_watch: Watcher | None = None
         self._closing = False
+        # Shared store round trips of consistent reads (see nextcall.py).
+        self._revision = NextCall(backend.current_revision)
+        self._progress = NextCall(self._request_progress)
+        self._gets_to_backend_until = 0.0
+        self._progress_ok = True  # the last progress request's outcome
         self._m_received = WATCH_CACHE_EVENTS_RECEIVED.labels(resource)
         self._m_rv = WATCH_CACHE_RESOURCE_VERSION.labels(resource)
         self._m_terminated = TERMINATED_WATCHERS.labels(resource)
@@ -207,6 +219,8 @@ class Cacher:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks = []
+        await self._revision.close()
+        await self._progress.close()
         self._terminate_all()
 
     # -- the reflector -------------------------------------------------------------------------
@@ -389,29 +403,34 @@ class Cacher:
         deadline = loop.time() + self._wait_timeout
         if await self._wait_until(rv, patient=False, deadline=deadline):
             return True
-        current = await self._backend.current_revision()
+        current = await self._revision()
         if current >= rv:
             return False
         # a version from the future: wait for it to happen
         if await self._wait_until(rv, patient=True, deadline=deadline):
             return True
-        current = await self._backend.current_revision()
+        current = await self._revision()
         if current >= rv:
             return False
         raise too_large(rv, current)
 
-    async def _wait_fresh(self) -> bool:
+    async def _wait_fresh(self, *, no_progress_wait: float = NO_PROGRESS_WAIT) -> bool:
         """Wait until the cache reflects the backend's current revision (a consistent read
-        from memory, upstream ConsistentListFromCache); False if it did not in time."""
-        return await self._wait_until(await self._backend.current_revision(), patient=False)
+        from memory, upstream ConsistentListFromCache); False if it did not in time. The
+        revision is read after this call began (shared with the reads waiting with it), so
+        every write acknowledged before is in the cache when this returns True."""
+        target = await self._revision()
+        return await self._wait_until(target, patient=False, no_progress_wait=no_progress_wait)
 
-    async def _wait_until(self, target: int, *, patient: bool,
-                          deadline: float | None = None) -> bool:
+    async def _wait_until(self, target: int, *, patient: bool, deadline: float | None = None,
+                          no_progress_wait: float = NO_PROGRESS_WAIT) -> bool:
         """Wait until the cache reaches ``target``; False if it did not within
         ``wait_timeout``. While waiting, a progress notification is requested every 100 ms
-        (upstream's conditionalProgressRequester), so an idle prefix catches up at once.
-        Without progress support, a ``patient`` wait still waits ``wait_timeout`` for events;
-        otherwise it gives up at once (the caller reads from the store)."""
+        (upstream's conditionalProgressRequester), so an idle prefix catches up at once; the
+        request is shared by the reads waiting at the same moment (it is sent after each of
+        them read its target, so its bookmark covers all). Without progress support, a
+        ``patient`` wait still waits ``wait_timeout`` for events; otherwise it waits
+        ``no_progress_wait`` at most (the caller then reads from the store)."""
         cache = self._cache
         if cache.rv >= target:
             return True
@@ -419,21 +438,28 @@ class Cacher:
         if deadline is None:
             deadline = loop.time() + self._wait_timeout
         while True:
-            bw = self._backend_watch
+            supported = await self._progress()
             remaining = deadline - loop.time()
-            supported = isinstance(bw, ProgressRequester)
-            if supported:
-                try:
-                    await bw.request_progress()  # type: ignore[union-attr]
-                except StorageError:
-                    supported = False  # e.g. etcd before 3.4.31: never promises progress
             if not supported:
-                limit = remaining if patient else NO_PROGRESS_WAIT
+                limit = remaining if patient else no_progress_wait
                 return await cache.wait_for(target, max(min(limit, remaining), 0.0))
             if await cache.wait_for(target, min(PROGRESS_PERIOD, max(remaining, 0.0))):
                 return True
             if loop.time() >= deadline:
                 return False
+
+    async def _request_progress(self) -> bool:
+        """Ask the backend watch for a progress notification; False when it cannot promise
+        one (no watch at the moment, or e.g. etcd before 3.4.31)."""
+        bw = self._backend_watch
+        ok = isinstance(bw, ProgressRequester)
+        if ok:
+            try:
+                await bw.request_progress()  # type: ignore[union-attr]
+            except StorageError:
+                ok = False
+        self._progress_ok = ok
+        return ok
 
     # -- Interface: writes ---------------------------------------------------------------------
 
@@ -479,8 +505,10 @@ class Cacher:
     # -- Interface: reads ----------------------------------------------------------------------
 
     async def get(self, key: str, opts: GetOptions) -> Object | None:
-        if opts.resource_version == "" or not self._ready.is_set() or not self._covers(key):
+        if not self._ready.is_set() or not self._covers(key):
             return await self._backend.get(key, opts)
+        if opts.resource_version == "":
+            return await self._get_consistent(key, opts)
         if not await self._reach(parse_rv(opts.resource_version)):
             return await self._backend.get(key, GetOptions(ignore_not_found=opts.ignore_not_found))
         obj = self._cache.get(key)
@@ -488,6 +516,25 @@ class Cacher:
             # "Any version" allows the latest: a miss asks the store, so an object created
             # a moment ago through another path is not reported missing by a lagging cache.
             return await self._backend.get(key, GetOptions(ignore_not_found=opts.ignore_not_found))
+        return obj
+
+    async def _get_consistent(self, key: str, opts: GetOptions) -> Object | None:
+        """A get without resourceVersion: the latest state, as a read from the store would
+        give, served from memory once the cache has reached the store's current revision
+        (as upstream serves consistent lists, KEP-2340; upstream's get still reads the
+        store). The revision is read after the get arrived, so the answer includes every
+        write acknowledged before it: linearizable, as the store's own read."""
+        loop = asyncio.get_running_loop()
+        if loop.time() < self._gets_to_backend_until:
+            return await self._backend.get(key, opts)
+        # Without progress notifications, waiting would only delay the read from the store.
+        if not await self._wait_fresh(no_progress_wait=0.0):
+            if not self._progress_ok:
+                self._gets_to_backend_until = loop.time() + STALE_GET_BACKOFF
+            return await self._backend.get(key, opts)
+        obj = self._cache.get(key)
+        if obj is None and not opts.ignore_not_found:
+            raise StorageError(Code.KEY_NOT_FOUND, f"key not found: {key}", key=key)
         return obj
 
     async def get_list(self, key: str, opts: ListOptions) -> ListResult:

@@ -72,6 +72,8 @@ class FakeStore:
         self.data: dict[str, Object] = {}
         self.watches: set[FakeWatch] = set()
         self.list_calls = 0
+        self.get_calls = 0
+        self.revision_calls = 0
         self.fail_lists = 0
 
     # -- helpers --
@@ -126,6 +128,7 @@ class FakeStore:
         return stored
 
     async def get(self, key: str, opts: GetOptions) -> Object | None:
+        self.get_calls += 1
         obj = self.data.get(key)
         if obj is None and not opts.ignore_not_found:
             raise StorageError(Code.KEY_NOT_FOUND, f"key not found: {key}", key=key)
@@ -215,7 +218,10 @@ class FakeStore:
         return w
 
     async def current_revision(self) -> int:
-        return self.rev
+        self.revision_calls += 1
+        rev = self.rev  # read when the request starts, answered a moment later
+        await asyncio.sleep(0.001)
+        return rev
 
     async def compact(self, revision: int) -> None:
         self.compacted = max(self.compacted, revision)

@@ -508,3 +508,117 @@ async def test_keys_outside_prefix_go_to_backend(store: FakeStore, cacher: Cache
     await store.create("/registry/secrets/a/s", cm("a", "s"))
     res = await cacher.get_list("/registry/secrets", ListOptions(resource_version="0"))
     assert names(res.items) == ["s"]
+
+
+async def test_consistent_get_from_memory_sees_every_acknowledged_write(
+        store: FakeStore, cacher: Cacher) -> None:
+    """A get without resourceVersion is served from memory once the cache has reached a
+    revision read after the get arrived: a write acknowledged before it is always seen."""
+    calls = store.get_calls
+    for i in range(20):
+        await store.create(key("a", f"o{i:02}"), cm("a", f"o{i:02}", v=str(i)))
+        got = await cacher.get(key("a", f"o{i:02}"), GetOptions())
+        assert got is not None and got["metadata"]["labels"] == {"v": str(i)}
+        await store.guaranteed_update(key("a", f"o{i:02}"),
+                                      _relabel(f"{i}-2"))
+        got = await cacher.get(key("a", f"o{i:02}"), GetOptions())
+        assert got is not None and got["metadata"]["labels"] == {"v": f"{i}-2"}
+    await store.delete(key("a", "o00"))
+    assert await cacher.get(key("a", "o00"), GetOptions(ignore_not_found=True)) is None
+    with pytest.raises(StorageError) as ei:
+        await cacher.get(key("a", "o00"), GetOptions())
+    assert ei.value.code == Code.KEY_NOT_FOUND
+    assert ei.value.message == f"key not found: {key('a', 'o00')}"
+    assert store.get_calls == calls  # all from memory
+
+
+def _relabel(value: str) -> Any:
+    async def update(cur: dict[str, Any] | None) -> dict[str, Any]:
+        assert cur is not None
+        cur["metadata"]["labels"] = {"v": value}
+        return cur
+    return update
+
+
+async def test_consistent_gets_share_revision_reads_and_progress_requests(
+        store: FakeStore, cacher: Cacher) -> None:
+    await store.create(key("a", "x"), cm("a", "x"))
+    await settle(cacher, store)
+    store.bump_other()  # the cache needs a progress notification to be fresh
+    revs, progress = store.revision_calls, store.progress_requests
+    got = await asyncio.gather(*(cacher.get(key("a", "x"), GetOptions()) for _ in range(50)))
+    assert all(g is not None and g["metadata"]["name"] == "x" for g in got)
+    assert store.get_calls == 0
+    assert store.revision_calls - revs <= 2
+    assert store.progress_requests - progress <= 2
+    assert cacher.resource_version == store.rev
+
+
+async def test_consistent_get_without_progress_reads_the_store() -> None:
+    store = FakeStore(progress=False)
+    c = Cacher(store, PREFIX, resource="configmaps")
+    await c.start()
+    assert await c.wait_ready(5)
+    await store.create(key("a", "x"), cm("a", "x"))
+    await settle(c, store)
+    assert (await c.get(key("a", "x"), GetOptions())) is not None
+    assert store.get_calls == 0  # fresh: from memory
+    store.bump_other()  # the cache cannot know it is fresh now
+    revs = store.revision_calls
+    got = await c.get(key("a", "x"), GetOptions())
+    assert got is not None and store.get_calls == 1
+    # for a while, gets go to the store at once (no revision read first)
+    got = await c.get(key("a", "x"), GetOptions())
+    assert store.get_calls == 2 and store.revision_calls == revs + 1
+    await c.close()
+
+
+async def test_next_call_waits_for_a_call_started_after_it() -> None:
+    from storage.cacher.nextcall import NextCall
+
+    started: list[int] = []
+    gate = asyncio.Event()
+    counter = 0
+
+    async def fn() -> int:
+        nonlocal counter
+        counter += 1
+        n = counter
+        started.append(n)
+        if n == 1:
+            await gate.wait()
+        return n
+
+    call = NextCall(fn)
+    a = asyncio.create_task(call())
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert started == [1]
+    # b and c arrive while call 1 is in flight: they must not get its answer
+    b = asyncio.create_task(call())
+    c = asyncio.create_task(call())
+    await asyncio.sleep(0)
+    gate.set()
+    assert await a == 1
+    assert await b == 2 and await c == 2
+    assert started == [1, 2]
+
+    async def boom() -> int:
+        raise StorageError(Code.UNREACHABLE, "down")
+
+    failing = NextCall(boom)
+    with pytest.raises(StorageError):
+        await failing()
+    # a cancelled caller leaves the shared call alone
+    gate.clear()
+    counter = 0
+    started.clear()
+    call2 = NextCall(fn)
+    x = asyncio.create_task(call2())
+    await asyncio.sleep(0)
+    y = asyncio.create_task(call2())
+    await asyncio.sleep(0)
+    y.cancel()
+    gate.set()
+    assert await x == 1
+    await call2.close()
