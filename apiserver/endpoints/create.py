@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from apiserver.api import decode
 from apiserver.endpoints import apply
 from apiserver.endpoints.body import decode_request_object
 from apiserver.endpoints.params import write_options
 from apiserver.endpoints.response import write_object
+from apiserver.registry.treecopy import give
 from apiserver.status import bad_request
 
 if TYPE_CHECKING:
@@ -22,9 +24,15 @@ async def handle(scope: Scope) -> web.StreamResponse:
                          kind="CreateOptions")
     obj = await decode_request_object(scope, opts.field_validation)
     ensure_namespace(scope, obj)
+    checked = decode.was_checked(obj)
     obj = apply.record_update(scope, apply.field_manager(scope), None, obj,
                               apply.manager_name(scope))
-    result = await scope.store.create(scope.ctx, obj, opts)
+    if checked:
+        # the same object, defaulted and with the managedFields recorded here: the store's
+        # type check of it would walk it again for nothing
+        decode.mark_checked(obj)
+    # decoded from this request's body, nothing else holds it: the store need not copy it
+    result = await scope.store.create(scope.ctx, give(obj), opts)
     return write_object(scope, 201, result)
 
 

@@ -11,6 +11,8 @@ from apiserver.endpoints.body import decode_request_object
 from apiserver.endpoints.create import ensure_namespace
 from apiserver.endpoints.params import write_options
 from apiserver.endpoints.response import write_object
+from apiserver.registry.generic_update import reads_only
+from apiserver.registry.treecopy import give
 from apiserver.status import bad_request
 
 if TYPE_CHECKING:
@@ -44,12 +46,15 @@ async def handle(scope: Scope) -> web.StreamResponse:
     fm = apply.field_manager(scope)
     manager = apply.manager_name(scope)
     frozen = orjson.dumps(obj)
+    first: list[Object] = [obj]
 
+    @reads_only
     async def transform(current: Object | None) -> Object:
         # The store compares metadata.resourceVersion with the stored one (409 if stale).
-        # A fresh copy per call: a store may retry the transform after a lost race.
-        fresh: Object = orjson.loads(frozen)
-        return apply.record_update(scope, fm, current, fresh, manager)
+        # A fresh object per call (the decoded body, then copies of it): a store may retry
+        # the transform after a lost race, and it changes what it is handed.
+        fresh: Object = first.pop() if first else orjson.loads(frozen)
+        return give(apply.record_update(scope, fm, current, fresh, manager))
 
     result, created = await scope.store.update(scope.ctx, scope.info.name, transform, opts)
     return write_object(scope, 201 if created else 200, result)

@@ -2,7 +2,8 @@
 any kind, parameterised by a ``Strategy``. Reads and creates live here; updates in
 ``generic_update.py``, deletes in ``generic_delete.py``.
 
-Objects from storage may be shared with a cache: every path deep-copies before changing one.
+Objects from storage may be shared with a cache, and callers may keep theirs: every path
+works on a copy, unless the caller handed its object over (``treecopy.give``).
 """
 
 from __future__ import annotations
@@ -27,13 +28,14 @@ from apiserver.registry.interface import (
     Context,
     DeleteOptions,
     GetOptions,
+    ItemSink,
     ListOptions,
     Object,
     TransformFunc,
     WatchItem,
     WriteOptions,
 )
-from apiserver.registry.treecopy import deep_copy
+from apiserver.registry.treecopy import deep_copy, take
 from storage import interface as si
 from storage import keys
 from storage.cacher.cacher import Cacher, EncodedList
@@ -266,7 +268,7 @@ class GenericStore:
                                      "object")
         shape.check(obj, self.strategy.kind, self.strategy.typed_fields,
                     self.strategy.group_version)
-        obj = deep_copy(obj)
+        obj = take(obj)  # the caller's object is left alone unless handed over
         meta = obj.get("metadata")
         if meta is None:
             meta = obj["metadata"] = {}
@@ -433,6 +435,37 @@ class _WatchStream:
     def __aiter__(self) -> AsyncIterator[WatchItem]:
         return self._iterate()
 
+    def attach_sink(self, sink: ItemSink) -> bool:
+        """``DirectWatchStream``: the store's events reach ``sink`` as the iterator would
+        yield them (decorated; bookmarks with kind and apiVersion)."""
+        watcher = self._watcher
+        if not isinstance(watcher, si.DirectWatcher):
+            return False
+        bookmark = self._bookmark
+        decorated = self._store.decorated_shared
+
+        def to_sink(ev: si.WatchEvent) -> bool:
+            if ev.type == "BOOKMARK":
+                return sink("BOOKMARK", bookmark(ev.object))
+            if ev.type == "ERROR":
+                return False
+            try:
+                obj = decorated(ev.object)
+            except Exception:  # the iterator meets (and reports) the same failure
+                return False
+            return sink(ev.type, obj)
+
+        watcher.attach_sink(to_sink)
+        return True
+
+    def _bookmark(self, obj: Object) -> Object:
+        src = obj.get("metadata") or {}
+        meta: dict[str, Any] = {"resourceVersion": src.get("resourceVersion", "")}
+        if src.get("annotations"):
+            meta["annotations"] = dict(src["annotations"])
+        st = self._store.strategy
+        return {"kind": st.kind, "apiVersion": st.group_version, "metadata": meta}
+
     async def _iterate(self) -> AsyncIterator[WatchItem]:
         st = self._store
         try:
@@ -442,13 +475,7 @@ class _WatchStream:
                     yield WatchItem(type="ERROR", object=st.storage_error(err).body())
                     break
                 if ev.type == "BOOKMARK":
-                    src = ev.object.get("metadata") or {}
-                    meta: dict[str, Any] = {"resourceVersion": src.get("resourceVersion", "")}
-                    if src.get("annotations"):
-                        meta["annotations"] = dict(src["annotations"])
-                    yield WatchItem(type="BOOKMARK", object={
-                        "kind": st.strategy.kind, "apiVersion": st.strategy.group_version,
-                        "metadata": meta})
+                    yield WatchItem(type="BOOKMARK", object=self._bookmark(ev.object))
                     continue
                 yield WatchItem(type=ev.type, object=st.decorated_shared(ev.object))
         finally:

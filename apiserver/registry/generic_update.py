@@ -4,21 +4,24 @@ One compare-and-swap through ``guaranteed_update``; the callback decides between
 (absent and create-on-update allowed), unconditional update (no resourceVersion in the body
 and the kind allows it) and conditional update (the body's resourceVersion must be the
 stored one, else 409). The callback may run more than once on a lost race; it is pure apart
-from admission. An update that changes nothing is a no-op in storage (same
+from admission. It works on copies of the stored object (shared with the watch cache) and of
+what the transform returns, unless the transform ``reads_only`` and hands its result over
+(``treecopy.give``). An update that changes nothing is a no-op in storage (same
 resourceVersion). When the update empties the finalizers of an object already being deleted
 the object is deleted instead (upstream ShouldDeleteDuringUpdate).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from apiserver import status
 from apiserver.admission.interface import CREATE, UPDATE
 from apiserver.api import required
 from apiserver.registry import shape
 from apiserver.registry import validation as v
-from apiserver.registry.treecopy import deep_copy
+from apiserver.registry.treecopy import copy_stored, take
 from storage import interface as si
 from storage.errors import Code, StorageError
 
@@ -29,6 +32,19 @@ if TYPE_CHECKING:
 
 OPTIMISTIC_LOCK_MSG: Final = ("the object has been modified; please apply your changes to the "
                               "latest version and try again")
+
+
+_READS_ONLY: Final = "_plat_transform_reads_only"
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def reads_only(transform: F) -> F:
+    """Declares that ``transform`` never changes the object it is given (it may return one
+    that shares parts of it: the store copies whatever was not handed over with
+    ``treecopy.give``). The store then passes the stored object, which the watch cache
+    shares, without copying it first."""
+    setattr(transform, _READS_ONLY, True)
+    return transform
 
 
 class _DeleteInstead(Exception):
@@ -74,7 +90,7 @@ async def update(store: GenericStore, ctx: Context, name: str, transform: Transf
             if not (strategy.allow_create_on_update or force_allow_create) \
                     or strategy.subresource:
                 raise status.not_found(store.resource, store.group, name)
-            obj = deep_copy(await transform(None))
+            obj = take(await transform(None))
             if not isinstance(obj, dict):
                 raise status.bad_request(f"the body of the request must be a {strategy.kind} "
                                          "object")
@@ -100,8 +116,11 @@ async def update(store: GenericStore, ctx: Context, name: str, transform: Transf
             obj["apiVersion"] = strategy.storage_group_version
             return obj
         created = False
-        old = deep_copy(current)
-        obj = deep_copy(await transform(store.decorate(deep_copy(current))))
+        # ``old`` goes to strategies and admission, which may copy parts of it into the new
+        # object: a private copy, so that nothing done to the new object reaches the cache
+        old = copy_stored(current)
+        given = current if getattr(transform, _READS_ONLY, False) else copy_stored(current)
+        obj = take(await transform(store.decorate(given)))
         if not isinstance(obj, dict):
             raise status.bad_request(f"the body of the request must be a {strategy.kind} "
                                      "object")
