@@ -143,6 +143,24 @@ class ProgressRequester(Protocol):
     async def request_progress(self) -> None: ...
 
 
+# A direct consumer of watch events: called with the next event in the stream's order;
+# returns False when it cannot take the event now (the event then waits in the watcher's
+# queue for the iterator, as every event would without a sink). Never raises.
+WatchSink = Callable[[WatchEvent], bool]
+
+
+@runtime_checkable
+class DirectWatcher(Protocol):
+    """Optional extra of a Watcher (the watch cache's): events may be handed to ``sink``
+    synchronously from the dispatcher instead of waking the iterating task, whenever the
+    iterator is idle, i.e. it asked for the next event and nothing is queued. Order is kept:
+    the sink sees event N+1 only after every earlier event was handed to it or returned by
+    the iterator. A refused event turns the sink off until the iterator has drained the
+    queue again. The iterator still ends the stream (stop, close, slow watcher) as usual."""
+
+    def attach_sink(self, sink: WatchSink) -> None: ...
+
+
 # guaranteed_update's callback: (current object, or None when absent and ignore_not_found)
 # -> the new object. Raise StorageError or any API error to abort (it propagates unchanged).
 # Returning an object equal to the current one is a no-op: nothing is written and the

@@ -3,6 +3,19 @@
 as it arrives. The stream ends when the store ends it, when ``timeoutSeconds`` passes, or
 when the client goes away; the store's stream is stopped in every case.
 
+Two ways out, one order. The handler's task iterates the store's stream and writes through
+aiohttp (initial events, errors, and every event while the client is slow). While that
+iterator is idle and the connection accepts data, the store hands live events straight to
+this watch's ``_Direct`` from its dispatcher (``DirectWatchStream``): the frame (encoded
+once per event for all watchers) is appended to the connection's pending bytes and one
+callback per loop turn writes each connection's pending bytes in one ``transport.write``.
+That saves, per watcher and event, a task switch and the generator, response and HTTP
+writer layers, and under load it sends several events in one TLS record. The pending bytes
+are always written before anything the iterator writes, so every watcher sees its events in
+order; a paused (full) connection refuses direct events, which then queue in the store's
+watcher for the iterator, whose writes wait for the client (and a client that never reads
+is closed by the store as before).
+
 aiohttp does not cancel a handler when its client disconnects, so a watchdog task checks the
 transport once per ``_IDLE_CHECK`` seconds (and the deadline) and stops the store's stream,
 which ends the handler's loop; the loop itself awaits nothing but the next event and the
@@ -13,6 +26,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
+import weakref
 from typing import TYPE_CHECKING, Any, Final
 
 from aiohttp import web
@@ -22,50 +37,170 @@ from apiserver.endpoints.fieldvalidation import warning_header
 from apiserver.endpoints.negotiation import JSON, TABLE
 from apiserver.endpoints.params import list_options
 from apiserver.endpoints.response import transform_watch_object
+from apiserver.registry.interface import DirectWatchStream
 from apiserver.status import APIError
 
 if TYPE_CHECKING:
+    from aiohttp.base_protocol import BaseProtocol
+
     from apiserver.endpoints.response import Scope
-    from apiserver.registry.interface import WatchItem, WatchStream
+    from apiserver.registry.interface import Object, WatchStream
 
 _IDLE_CHECK: Final = 1.0
+# After a direct flush, the next waits this many times as long as it took (see _Flusher).
+_PACE: Final = 1.0
+_OBJECT_EVENTS: Final = frozenset(("ADDED", "MODIFIED", "DELETED"))
 
 
 class _LastFrame:
     """The most recent plain frame. Every watcher of an event gets the same (read-only)
     object from the registry, and the watchers of one event run one after the other on the
     loop, so a single remembered frame encodes each event once instead of once per watcher.
-    Holding the object keeps the identity test sound."""
+    Holding the object keeps the identity test sound. ``chunk`` is ``data`` in HTTP chunked
+    framing (made when a direct write first asks for it)."""
 
-    __slots__ = ("type", "obj", "media", "data")
+    __slots__ = ("type", "obj", "media", "data", "chunk")
 
     def __init__(self) -> None:
         self.type = ""
         self.obj: object = None
         self.media = ""
         self.data = b""
+        self.chunk = b""
 
 
 _LAST: Final = _LastFrame()
 
 
-def _frame(scope: Scope, item: WatchItem, first: bool) -> bytes:
-    obj: Any = item.object
+def _plain(type_: str, obj: object, media: str) -> _LastFrame:
+    last = _LAST
+    if last.obj is not obj or last.type != type_ or last.media != media:
+        data = serializers.encode_watch_event(type_, obj, media)
+        last.type, last.obj, last.media, last.data, last.chunk = type_, obj, media, data, b""
+    return last
+
+
+def _frame(scope: Scope, type_: str, obj: Any, first: bool) -> bytes:
     media = scope.output.media_type
-    if not scope.output.convert and item.type != "ERROR":
-        last = _LAST
-        if last.obj is obj and last.type == item.type and last.media == media:
-            return last.data
-        data = serializers.encode_watch_event(item.type, obj, media)
-        last.type, last.obj, last.media, last.data = item.type, obj, media, data
-        return data
-    if scope.output.convert == TABLE and item.type == "BOOKMARK":
+    if not scope.output.convert and type_ != "ERROR":
+        return _plain(type_, obj, media).data
+    if scope.output.convert == TABLE and type_ == "BOOKMARK":
         rv = (obj.get("metadata") or {}).get("resourceVersion", "")
         obj = {"kind": TABLE, "apiVersion": scope.output.convert_api_version,
                "metadata": {"resourceVersion": rv}, "columnDefinitions": None, "rows": None}
-    elif item.type != "ERROR":
+    elif type_ != "ERROR":
         obj = transform_watch_object(scope, obj, first=first)
-    return serializers.encode_watch_event(item.type, obj, scope.output.media_type)
+    return serializers.encode_watch_event(type_, obj, media)
+
+
+def _chunk(data: bytes) -> bytes:
+    return b"%x\r\n%b\r\n" % (len(data), data)
+
+
+class _Flusher:
+    """Writes the pending bytes of every direct watch of one loop in one callback.
+
+    After a flush it waits as long as that flush took before the next one (``_PACE`` times
+    as long): a flush that reaches a thousand connections takes milliseconds, and starting
+    the next one at once would leave the loop nothing for the requests that make the events,
+    while the events arriving meanwhile cost hardly more written together than one alone (a
+    TLS record and a send per connection either way). An idle server flushes at once."""
+
+    __slots__ = ("_loop", "_dirty", "_scheduled", "_not_before")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._dirty: list[_Direct] = []
+        self._scheduled = False
+        self._not_before = 0.0
+
+    def add(self, out: _Direct) -> None:
+        self._dirty.append(out)
+        if not self._scheduled:
+            self._scheduled = True
+            loop = self._loop
+            delay = self._not_before - loop.time()
+            if delay > 0:
+                loop.call_later(delay, self._flush)
+            else:
+                loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        # CPU time, not wall time: a flush preempted by another process did not cost the
+        # loop the time it spent waiting for a core.
+        start = time.thread_time()
+        self._scheduled = False
+        dirty, self._dirty = self._dirty, []
+        for out in dirty:
+            out.flush()
+        took = time.thread_time() - start
+        self._not_before = self._loop.time() + took * _PACE
+
+
+_FLUSHERS: Final[weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Flusher]] = (
+    weakref.WeakKeyDictionary())
+
+
+def _flusher(loop: asyncio.AbstractEventLoop) -> _Flusher:
+    f = _FLUSHERS.get(loop)
+    if f is None:
+        f = _FLUSHERS[loop] = _Flusher(loop)
+    return f
+
+
+class _Direct:
+    """One watch's direct way out (see the module doc) and its Table ``first`` state, which
+    both ways share."""
+
+    __slots__ = ("_scope", "_transport", "_protocol", "_flusher", "_pending", "_open", "first")
+
+    def __init__(self, scope: Scope, transport: asyncio.Transport, protocol: BaseProtocol,
+                 flusher: _Flusher) -> None:
+        self._scope = scope
+        self._transport = transport
+        self._protocol = protocol
+        self._flusher = flusher
+        self._pending: list[bytes] = []
+        self._open = True
+        self.first = True
+
+    def push(self, type_: str, obj: Object) -> bool:
+        """The store's sink: take one event, or refuse it (closed, client gone or not
+        reading fast enough, or a frame that fails: the iterator then meets the failure)."""
+        if not self._open or self._protocol.writing_paused or self._transport.is_closing():
+            return False
+        scope = self._scope
+        try:
+            if not scope.output.convert:
+                last = _plain(type_, obj, scope.output.media_type)
+                chunk = last.chunk
+                if not chunk:
+                    chunk = last.chunk = _chunk(last.data)
+            else:
+                chunk = _chunk(_frame(scope, type_, obj, self.first))
+        except Exception:
+            return False
+        if type_ in _OBJECT_EVENTS:
+            self.first = False
+        if not self._pending:
+            self._flusher.add(self)
+        self._pending.append(chunk)
+        return True
+
+    def flush(self) -> None:
+        """Write what is pending (before anything else is written to this response)."""
+        pending = self._pending
+        if not pending:
+            return
+        self._pending = []
+        if self._transport.is_closing():
+            return
+        self._transport.write(pending[0] if len(pending) == 1 else b"".join(pending))
+
+    def close(self) -> None:
+        """No more direct events; what is pending is written now."""
+        self._open = False
+        self.flush()
 
 
 def _gone(request: web.Request) -> bool:
@@ -104,16 +239,30 @@ async def handle(scope: Scope) -> web.StreamResponse:
     # the client is gone, which ends the loop below. Creating a task and a wait per event
     # cost more than the rest of the delivery at a thousand watchers.
     watchdog = asyncio.create_task(_watchdog(request, stream, deadline))
+    out: _Direct | None = None
     try:
         await resp.prepare(request)
+        transport = request.transport
+        if transport is not None:
+            out = _Direct(scope, transport, request.protocol, _flusher(loop))
+            if isinstance(stream, DirectWatchStream):
+                # after prepare: the headers are written, direct frames may follow
+                stream.attach_sink(out.push)
         first = True
         try:
             async for item in stream:
-                await resp.write(_frame(scope, item, first))
-                if item.type in ("ADDED", "MODIFIED", "DELETED"):
+                if out is not None:
+                    out.flush()  # direct events came before this one
+                    first = out.first
+                await resp.write(_frame(scope, item.type, item.object, first))
+                if item.type in _OBJECT_EVENTS:
                     first = False
+                    if out is not None:
+                        out.first = False
         except APIError as err:
             # Headers are sent: a failure now can only be an ERROR event (upstream).
+            if out is not None:
+                out.flush()
             await resp.write(serializers.encode_watch_event("ERROR", err.body(),
                                                             scope.output.media_type))
     except (ConnectionResetError, ConnectionError):
@@ -121,6 +270,8 @@ async def handle(scope: Scope) -> web.StreamResponse:
     finally:
         watchdog.cancel()
         stream.stop()
+        if out is not None:
+            out.close()
     with contextlib.suppress(ConnectionResetError, ConnectionError, RuntimeError):
         await resp.write_eof()
     return resp

@@ -17,7 +17,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from apiserver.request import RequestInfo, UserInfo
@@ -102,6 +102,22 @@ class WatchStream(Protocol):
 
     def stop(self) -> None:
         """End the stream (client went away or timeout); idempotent."""
+
+
+# A direct consumer of watch items, called as (type, object) with what the stream would
+# yield as WatchItem(type, object), in the stream's order; False when it cannot take the
+# item now (it is then yielded by the iterator). Never raises.
+ItemSink = Callable[[str, Object], bool]
+
+
+@runtime_checkable
+class DirectWatchStream(WatchStream, Protocol):
+    """Optional extra of a WatchStream: ``attach_sink`` asks for items to be handed to
+    ``sink`` while the iterator is idle (see ``storage.interface.DirectWatcher``); False when
+    the stream cannot (its items then all come from the iterator). Call it before iterating.
+    ERROR items always come from the iterator."""
+
+    def attach_sink(self, sink: ItemSink) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -8,6 +8,21 @@ watcher never copies objects; only live events count against the bounded buffer.
 The dispatcher calls ``offer`` synchronously and never waits: a watcher whose buffer is full
 is closed (it delivers what it already holds, then its iterator ends without an ERROR event),
 so a slow client never blocks the reflector or the other watchers and never sees a gap.
+
+Direct delivery (``attach_sink``, ``storage.interface.DirectWatcher``): while the consumer
+waits for its next event with nothing queued, ``offer`` hands the event to the sink at once
+instead of queueing it and waking the consumer's task, which at a thousand watchers of an
+event saves a thousand task switches. Worked example, events 5..8 with a sink attached:
+
+    consumer waits, queue empty      -> direct on
+    offer(5): sink takes it          -> written by the sink
+    offer(6): sink refuses (paused)  -> direct off; 6 queued; consumer woken
+    offer(7)                         -> queued behind 6 (direct is off)
+    consumer: 6, 7 from the queue; finds it empty -> direct on
+    offer(8): sink takes it
+
+So the sink never sees an event before one that is still queued, and a client that stops
+reading ends up, as without a sink, with a full queue and a closed watcher.
 """
 
 from __future__ import annotations
@@ -20,7 +35,7 @@ from typing import Final
 
 from storage.cacher.watch_cache import CacheEvent
 from storage.errors import StorageError
-from storage.interface import Object, Predicate, WatchEvent
+from storage.interface import Object, Predicate, WatchEvent, WatchSink
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +47,10 @@ def bookmark_event(rv: int, *, initial_events_end: bool = False) -> WatchEvent:
     if initial_events_end:
         meta["annotations"] = {INITIAL_EVENTS_END: "true"}
     return WatchEvent(type="BOOKMARK", object={"metadata": meta})
+
+
+def _no_sink(event: WatchEvent) -> bool:
+    return False
 
 
 def _with_rv(obj: Object, rv: int) -> Object:
@@ -66,12 +85,12 @@ def convert(event: CacheEvent, predicate: Predicate) -> WatchEvent | None:
 
 
 class CacheWatcher:
-    """Implements ``storage.interface.Watcher``."""
+    """Implements ``storage.interface.Watcher`` and ``DirectWatcher``."""
 
     __slots__ = (
         "key", "recursive", "predicate", "allow_bookmarks", "capacity", "last_rv",
         "next_bookmark", "_initial_objects", "_initial_events", "_end_bookmark", "_queue",
-        "_waiter", "_closed", "_stopped", "_on_stop", "__weakref__",
+        "_waiter", "_closed", "_stopped", "_on_stop", "_sink", "_direct", "__weakref__",
     )
 
     def __init__(
@@ -110,6 +129,14 @@ class CacheWatcher:
         self._closed = False  # no more input; deliver what is queued, then end
         self._stopped = False  # end now
         self._on_stop = on_stop
+        self._sink: WatchSink = _no_sink
+        # True while the consumer is idle (waiting, nothing queued) and the sink takes
+        # events; only __anext__ turns it on, only a refusal (or stop) turns it off.
+        self._direct = False
+
+    def attach_sink(self, sink: WatchSink) -> None:
+        """Hand events to ``sink`` whenever the consumer is idle (see the module doc)."""
+        self._sink = sink
 
     # -- dispatcher side (synchronous, never blocks) ----------------------------------------
 
@@ -126,6 +153,11 @@ class CacheWatcher:
             return True
         if out is None:
             return True
+        if self._direct:
+            if self._sink(out):
+                self.last_rv = event.rv
+                return True
+            self._direct = False
         if len(self._queue) >= self.capacity:
             self.close()
             return False
@@ -138,8 +170,13 @@ class CacheWatcher:
         if self._closed or rv <= self.last_rv:
             return
         self.last_rv = rv
+        ev = bookmark_event(rv)
+        if self._direct:
+            if self._sink(ev):
+                return
+            self._direct = False
         if len(self._queue) < self.capacity:
-            self._queue.append(bookmark_event(rv))
+            self._queue.append(ev)
             self._wake()
 
     def close(self) -> None:
@@ -165,6 +202,7 @@ class CacheWatcher:
 
     def stop(self) -> None:
         self._stopped = True
+        self._direct = False
         self._queue.clear()
         self._initial_objects = None
         self._initial_events = None
@@ -189,6 +227,10 @@ class CacheWatcher:
             if self._closed:
                 self._stopped = True
                 raise StopAsyncIteration
+            # Idle: everything returned so far has been handled by the consumer (it asked
+            # for the next one), so the sink may take the next events in order.
+            if self._sink is not _no_sink:
+                self._direct = True
             waiter = asyncio.get_running_loop().create_future()
             self._waiter = waiter
             try:
