@@ -24,8 +24,8 @@ How it is wired (pysyncobj 0.3.17; pinned, since a few hooks below use its inter
   log entries and the member list as msgpack (fsynced); followers that fall behind the
   compacted log receive that file and load it through the same hook.
 * **Threads.** pysyncobj runs in one thread of ours (``autoTick`` off). ``apply`` runs in it; the
-  asyncio side proposes through a thread-safe queue and gets results through
-  ``call_soon_threadsafe``.
+  asyncio side proposes through a thread-safe queue and gets results through a pipe the
+  loop watches (``_LoopInbox``).
 * **Peers.** pysyncobj's transport unpickles what it receives, so peers authenticate and encrypt
   with its ``password`` option (Fernet) whenever a peer address is not loopback (config.py
   refuses to start otherwise).
@@ -42,6 +42,7 @@ import socket
 import struct
 import threading
 import time
+import weakref
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -473,7 +474,10 @@ class Replication:
         # Proposals waiting for the raft thread: (commands, callback(results, err)). Appended
         # by the event loop, drained by the raft thread (deque operations are atomic).
         self._inbox: collections.deque[tuple[list[bytes], _GroupCallback]] = collections.deque()
-        self._ready: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[Any], Any, int]] = []
+        self._ready: list[tuple[_LoopInbox, asyncio.Future[Any], Any, int]] = []
+        self._loop_inboxes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopInbox] = (
+            weakref.WeakKeyDictionary()
+        )
         os.makedirs(cfg.data_dir, exist_ok=True)
         self._snapshot_path = os.path.join(cfg.data_dir, "snapshot.msgpack")
         self._journal = DurableJournal(os.path.join(cfg.data_dir, "raft.journal"), fsync=cfg.fsync)
@@ -636,14 +640,11 @@ class Replication:
 
     def _deliver_ready(self) -> None:
         ready, self._ready = self._ready, []
-        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[Any, Any, int]]] = {}
-        for loop, fut, result, err in ready:
-            by_loop.setdefault(loop, []).append((fut, result, err))
-        for loop, items in by_loop.items():
-            try:
-                loop.call_soon_threadsafe(_resolve_all, items)
-            except RuntimeError:  # the loop is closed: nobody is waiting any more
-                pass
+        by_loop: dict[_LoopInbox, list[tuple[Any, Any, int]]] = {}
+        for inbox, fut, result, err in ready:
+            by_loop.setdefault(inbox, []).append((fut, result, err))
+        for inbox, items in by_loop.items():
+            inbox.post(items)
 
     def _on_state_changed(self, old: int, new: int) -> None:
         names = {0: "follower", 1: "candidate", 2: "leader"}
@@ -780,11 +781,14 @@ class Replication:
         commands (a list: the future's result is the list of their results)."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[Any] = loop.create_future()
+        inbox = self._loop_inboxes.get(loop)
+        if inbox is None:
+            inbox = self._loop_inboxes[loop] = _LoopInbox(loop)
 
         def done(result: Any, err: int) -> None:
             # Collected here and handed to the loop once per tick (see _after_tick): one wake-up
             # of the event loop for every result of a tick instead of one per result.
-            self._ready.append((loop, fut, result, err))
+            self._ready.append((inbox, fut, result, err))
 
         def expire() -> None:
             if not fut.done():
@@ -875,9 +879,64 @@ class Replication:
         self._thread.join(timeout=5)
 
 
-def _resolve_all(items: list[tuple[asyncio.Future[Any], Any, int]]) -> None:
-    for fut, result, err in items:
-        _resolve(fut, result, err)
+class _LoopInbox:
+    """Results handed from the raft thread to one event loop.
+
+    ``loop.call_soon_threadsafe`` wakes the loop by writing to its eventfd while holding the
+    GIL (uvloop's ``uv_async_send``); the write wakes the loop thread, which on a busy machine
+    often preempts the raft thread there, and then waits for the GIL the raft thread still
+    holds (py-spy: 13% of the leader's GIL-holding samples at one client were that write).
+    ``os.write`` releases the GIL around the system call, so the woken loop thread can take it
+    at once. One byte per batch of results, written only when the loop has not been woken
+    since it last drained."""
+
+    __slots__ = ("_loop", "_items", "_signalled", "_r", "_w", "__weakref__")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        # Weak: Replication keeps its inboxes in a dict weakly keyed by the loop.
+        self._loop = weakref.ref(loop)
+        self._items: collections.deque[tuple[asyncio.Future[Any], Any, int]] = (
+            collections.deque()
+        )
+        self._signalled = False
+        self._r, self._w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        loop.add_reader(self._r, self._drain)
+        weakref.finalize(self, _close_fds, self._r, self._w)
+
+    def post(self, items: list[tuple[asyncio.Future[Any], Any, int]]) -> None:
+        """(Raft thread) queue ``items`` and wake the loop unless a wake-up is pending."""
+        loop = self._loop()
+        if loop is None or loop.is_closed():
+            return  # nobody is waiting any more
+        self._items.extend(items)
+        if not self._signalled:
+            self._signalled = True
+            try:
+                os.write(self._w, b"\0")
+            except (BlockingIOError, OSError):  # full (a wake-up is pending) or closed
+                pass
+
+    def _drain(self) -> None:
+        """(Event loop) resolve every queued result."""
+        try:
+            os.read(self._r, 4096)
+        except (BlockingIOError, OSError):
+            pass
+        # Cleared before taking the items: the raft thread queues and then looks at the flag,
+        # so an item it queued after this point comes with a new wake-up.
+        self._signalled = False
+        items = self._items
+        while items:
+            fut, result, err = items.popleft()
+            _resolve(fut, result, err)
+
+
+def _close_fds(*fds: int) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 def _resolve(fut: asyncio.Future[Any], result: Any, err: int) -> None:
