@@ -209,6 +209,13 @@ async def serve(cfg: Config) -> None:
     tune_gc()
     member = Member(cfg)
     await member.start()
+    # Everything loaded so far (modules, grpc, protobuf descriptors, a restored state) lives
+    # as long as the process: freeze it, so that the first full collection under load does
+    # not walk it (measured: a 34 ms pause on the leader within its first 2,000 puts).
+    import gc
+
+    gc.collect()
+    gc.freeze()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

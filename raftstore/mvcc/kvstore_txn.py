@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from raftstore.mvcc.key_index import KeyIndex, tombstone
+from raftstore.mvcc.key_index import KeyIndex
 from raftstore.mvcc.keyrange import bounds
 from raftstore.mvcc.types import KeyValue, LeaseNotFoundError, RangeOptions, RangeResult
 
@@ -104,14 +104,22 @@ class StoreTxnWrite:
         rev = self._begin_rev + 1
         lessor = store.lessor
         deleted: list[KeyValue] = []
+        # One loop iteration per key of a possibly large range (check perf's cleanup deletes
+        # 60,000 keys in one request, which every member applies): ``tombstone`` and
+        # ``own_key_index``'s common case (no snapshot view holds the key) written out here.
+        epoch = store.view_epoch
+        own = store.own_key_index
+        changes = self._changes
+        undo = self._undo
         for ki in live:
             prev = ki.revs[-1]
-            tomb = tombstone(prev.key, rev)
-            store.own_key_index(prev.key, ki).append(tomb)
+            key = prev.key
+            tomb = KeyValue(key=key, create_revision=0, mod_revision=rev, version=0, value=b"")
+            (ki if ki.epoch == epoch else own(key, ki)).revs.append(tomb)
             if prev.lease:
-                lessor.detach(prev.lease, prev.key)
-            self._changes.append(tomb)
-            self._undo.append((prev.key, False, prev.lease, 0))
+                lessor.detach(prev.lease, key)
+            changes.append(tomb)
+            undo.append((key, False, prev.lease, 0))
             deleted.append(prev)
         return deleted
 
