@@ -34,7 +34,7 @@ from typing import Final
 
 from storage import continuetoken
 from storage.cacher.cache_watcher import CacheWatcher, ErrorWatcher
-from storage.cacher.nextcall import NextCall
+from storage.cacher.freshness import WAIT_TIMEOUT, Freshness
 from storage.cacher.watch_cache import (
     CacheEvent,
     EventType,
@@ -51,7 +51,6 @@ from storage.interface import (
     ListResult,
     Object,
     Preconditions,
-    ProgressRequester,
     UpdateFunc,
     ValidateDeletion,
     Watcher,
@@ -66,13 +65,6 @@ from storage.metrics import (
 
 log = logging.getLogger(__name__)
 
-# How long a read waits for the cache to reach a revision (upstream blockTimeout, 3 s).
-WAIT_TIMEOUT: Final = 3.0
-# A consistent read waits this long for the cache when the backend cannot be asked for a
-# progress notification, then goes to the backend.
-NO_PROGRESS_WAIT: Final = 0.01
-# How often a waiting consistent read asks the backend for progress again.
-PROGRESS_PERIOD: Final = 0.1
 # Without progress notifications a consistent get finds the cache fresh only while no other
 # prefix is written; after it did not, gets go to the backend for this long before trying
 # the cache again (a fresh check costs one revision read, shared, before the backend read).
@@ -110,15 +102,6 @@ def parse_rv(value: str) -> int:
         Code.INVALID,
         f'invalid resource version: resourceVersion: Invalid value: "{value}": '
         f'strconv.ParseUint: parsing "{value}": invalid syntax',
-    )
-
-
-def too_large(requested: int, current: int) -> StorageError:
-    return StorageError(
-        Code.TOO_LARGE_RESOURCE_VERSION,
-        f"Too large resource version: {requested}, current: {current}",
-        resource_version=requested,
-        retry_after_seconds=1,
     )
 
 
@@ -171,11 +154,9 @@ class Cacher:
         self._tasks: list[asyncio.Task[None]] = []
         self._backend_watch: Watcher | None = None
         self._closing = False
-        # Shared store round trips of consistent reads (see nextcall.py).
-        self._revision = NextCall(backend.current_revision)
-        self._progress = NextCall(self._request_progress)
+        self._fresh = Freshness(self._cache, backend, lambda: self._backend_watch,
+                                wait_timeout=wait_timeout)
         self._gets_to_backend_until = 0.0
-        self._progress_ok = True  # the last progress request's outcome
         self._m_received = WATCH_CACHE_EVENTS_RECEIVED.labels(resource)
         self._m_rv = WATCH_CACHE_RESOURCE_VERSION.labels(resource)
         self._m_terminated = TERMINATED_WATCHERS.labels(resource)
@@ -219,8 +200,7 @@ class Cacher:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks = []
-        await self._revision.close()
-        await self._progress.close()
+        await self._fresh.close()
         self._terminate_all()
 
     # -- the reflector -------------------------------------------------------------------------
@@ -389,78 +369,6 @@ class Cacher:
     def _covers(self, key: str) -> bool:
         return key.startswith(self._range_prefix) or key == self._prefix
 
-    async def _reach(self, rv: int) -> bool:
-        """Wait for the cache to reach ``rv``: True when it did, False when the store has
-        ``rv`` but the cache cannot show it soon (the caller then reads from the store),
-        TOO_LARGE_RESOURCE_VERSION when neither has it after ``wait_timeout``.
-
-        A version taken from another resource is reached through a progress notification,
-        requested as for a consistent read; a store without progress support (etcd before
-        3.4.31) never gets this cache there, so such reads go to the store at once."""
-        if rv <= self._cache.rv:
-            return True
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._wait_timeout
-        if await self._wait_until(rv, patient=False, deadline=deadline):
-            return True
-        current = await self._revision()
-        if current >= rv:
-            return False
-        # a version from the future: wait for it to happen
-        if await self._wait_until(rv, patient=True, deadline=deadline):
-            return True
-        current = await self._revision()
-        if current >= rv:
-            return False
-        raise too_large(rv, current)
-
-    async def _wait_fresh(self, *, no_progress_wait: float = NO_PROGRESS_WAIT) -> bool:
-        """Wait until the cache reflects the backend's current revision (a consistent read
-        from memory, upstream ConsistentListFromCache); False if it did not in time. The
-        revision is read after this call began (shared with the reads waiting with it), so
-        every write acknowledged before is in the cache when this returns True."""
-        target = await self._revision()
-        return await self._wait_until(target, patient=False, no_progress_wait=no_progress_wait)
-
-    async def _wait_until(self, target: int, *, patient: bool, deadline: float | None = None,
-                          no_progress_wait: float = NO_PROGRESS_WAIT) -> bool:
-        """Wait until the cache reaches ``target``; False if it did not within
-        ``wait_timeout``. While waiting, a progress notification is requested every 100 ms
-        (upstream's conditionalProgressRequester), so an idle prefix catches up at once; the
-        request is shared by the reads waiting at the same moment (it is sent after each of
-        them read its target, so its bookmark covers all). Without progress support, a
-        ``patient`` wait still waits ``wait_timeout`` for events; otherwise it waits
-        ``no_progress_wait`` at most (the caller then reads from the store)."""
-        cache = self._cache
-        if cache.rv >= target:
-            return True
-        loop = asyncio.get_running_loop()
-        if deadline is None:
-            deadline = loop.time() + self._wait_timeout
-        while True:
-            supported = await self._progress()
-            remaining = deadline - loop.time()
-            if not supported:
-                limit = remaining if patient else no_progress_wait
-                return await cache.wait_for(target, max(min(limit, remaining), 0.0))
-            if await cache.wait_for(target, min(PROGRESS_PERIOD, max(remaining, 0.0))):
-                return True
-            if loop.time() >= deadline:
-                return False
-
-    async def _request_progress(self) -> bool:
-        """Ask the backend watch for a progress notification; False when it cannot promise
-        one (no watch at the moment, or e.g. etcd before 3.4.31)."""
-        bw = self._backend_watch
-        ok = isinstance(bw, ProgressRequester)
-        if ok:
-            try:
-                await bw.request_progress()  # type: ignore[union-attr]
-            except StorageError:
-                ok = False
-        self._progress_ok = ok
-        return ok
-
     # -- Interface: writes ---------------------------------------------------------------------
 
     async def create(self, key: str, obj: Object) -> Object:
@@ -509,7 +417,7 @@ class Cacher:
             return await self._backend.get(key, opts)
         if opts.resource_version == "":
             return await self._get_consistent(key, opts)
-        if not await self._reach(parse_rv(opts.resource_version)):
+        if not await self._fresh.reach(parse_rv(opts.resource_version)):
             return await self._backend.get(key, GetOptions(ignore_not_found=opts.ignore_not_found))
         obj = self._cache.get(key)
         if obj is None:
@@ -528,8 +436,8 @@ class Cacher:
         if loop.time() < self._gets_to_backend_until:
             return await self._backend.get(key, opts)
         # Without progress notifications, waiting would only delay the read from the store.
-        if not await self._wait_fresh(no_progress_wait=0.0):
-            if not self._progress_ok:
+        if not await self._fresh.wait_fresh(no_progress_wait=0.0):
+            if not self._fresh.progress_ok:
                 self._gets_to_backend_until = loop.time() + STALE_GET_BACKOFF
             return await self._backend.get(key, opts)
         obj = self._cache.get(key)
@@ -542,9 +450,9 @@ class Cacher:
             return await self._backend.get_list(key, opts)
         rv_s = opts.resource_version
         if rv_s == "":
-            if not await self._wait_fresh():
+            if not await self._fresh.wait_fresh():
                 return await self._backend.get_list(key, opts)
-        elif not await self._reach(parse_rv(rv_s)):
+        elif not await self._fresh.reach(parse_rv(rv_s)):
             # the store has that version; a consistent read from it is not older
             return await self._backend.get_list(
                 key, dataclasses.replace(opts, resource_version="", resource_version_match=""))
@@ -618,9 +526,9 @@ class Cacher:
         if self._ready.is_set() and self._covers(key) and not self._delegate_list(opts):
             rv_s = opts.resource_version
             if rv_s == "":
-                fresh = await self._wait_fresh()
+                fresh = await self._fresh.wait_fresh()
             else:
-                fresh = await self._reach(parse_rv(rv_s))
+                fresh = await self._fresh.reach(parse_rv(rv_s))
                 if not fresh:
                     opts = dataclasses.replace(opts, resource_version="",
                                                resource_version_match="")
@@ -653,9 +561,9 @@ class Cacher:
             if sie is None:
                 # Legacy: the current state then changes. Try to be consistent; a cache that
                 # cannot catch up in time still serves its state (upstream serves rv 0 here).
-                await self._wait_fresh()
+                await self._fresh.wait_fresh()
                 return self._start(key, opts, snapshot=True, start_rv=cache.rv)
-            fresh = await self._wait_fresh()
+            fresh = await self._fresh.wait_fresh()
             if sie:
                 # A consistent snapshot is owed; the backend gives one if we cannot.
                 if not fresh:
@@ -667,7 +575,7 @@ class Cacher:
         if requested == 0:
             # sendInitialEvents=false with "0": from now, without the current state.
             return self._start(key, opts, snapshot=sie is not False, start_rv=cache.rv)
-        if not await self._reach(requested):
+        if not await self._fresh.reach(requested):
             return await self._backend.watch(key, opts)
         if sie:
             return self._start(key, opts, snapshot=True, start_rv=cache.rv)
