@@ -325,6 +325,40 @@ def encode_item(obj: Any) -> bytes:
     return orjson.dumps(obj)
 
 
+def encode_protobuf_item(obj: Any) -> bytes:
+    """One object (with apiVersion and kind) as it appears among the items of a Protobuf
+    list: field 2 of the list message, holding the object's typed message."""
+    msg = protobuf.encode_message(protobuf.type_name_for(obj["apiVersion"], obj["kind"]), obj)
+    return _len_field(b"\x12", msg)
+
+
+def encode_protobuf_list(head: dict[str, Any], items: list[bytes]) -> bytes:
+    """What ``encode(head | {"items": [...]}, PROTOBUF)`` makes of a list whose items are
+    already encoded (each as ``encode_protobuf_item`` does): the same bytes. Every list
+    message holds its metadata as field 1 and its items as field 2, written in that order,
+    so the message is the head's encoding followed by the items."""
+    api_version, kind = str(head["apiVersion"]), str(head["kind"])
+    raw = b"".join((protobuf.encode_message(protobuf.type_name_for(api_version, kind), head),
+                    *items))
+    type_meta = _len_field(b"\x0a", api_version.encode()) + _len_field(b"\x12", kind.encode())
+    # the envelope: magic, runtime.Unknown{typeMeta, raw, contentEncoding "", contentType ""}
+    return b"".join((protobuf.MAGIC, _len_field(b"\x0a", type_meta),
+                     b"\x12", _varint(len(raw)), raw, b"\x1a\x00\x22\x00"))
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _len_field(tag: bytes, payload: bytes) -> bytes:
+    return tag + _varint(len(payload)) + payload
+
+
 def encode_watch_event(event_type: str, obj: Any, media_type: str = JSON) -> bytes:
     """One watch frame: a JSON document and a newline (upstream JSON stream framing), or a
     length-prefixed protobuf WatchEvent."""

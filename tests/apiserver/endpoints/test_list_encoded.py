@@ -13,13 +13,15 @@ from apiserver.registry.generic import GenericStore
 
 CM = "/api/v1/namespaces/default/configmaps"
 JSON = {"Accept": "application/json", "Accept-Encoding": "identity"}
+PROTOBUF = {"Accept": "application/vnd.kubernetes.protobuf", "Accept-Encoding": "identity"}
 
 
 async def _no_encodings(*args: Any, **kwargs: Any) -> None:
     return None
 
 
-async def _both(real: Any, monkeypatch: pytest.MonkeyPatch, path: str) -> tuple[bytes, bytes]:
+async def _both(real: Any, monkeypatch: pytest.MonkeyPatch, path: str,
+                headers: dict[str, str] = JSON) -> tuple[bytes, bytes]:
     """(body from the encodings, body from the list object) for the same request."""
     calls: list[int] = []
     original = GenericStore.list_encoded
@@ -31,13 +33,13 @@ async def _both(real: Any, monkeypatch: pytest.MonkeyPatch, path: str) -> tuple[
 
     with monkeypatch.context() as m:
         m.setattr(GenericStore, "list_encoded", counting)
-        r = await real.get(path, headers=JSON)
+        r = await real.get(path, headers=headers)
         fast = await r.read()
         assert r.status == 200, fast
     assert calls == [1], "the list did not take the encoded path"
     with monkeypatch.context() as m:
         m.setattr(GenericStore, "list_encoded", _no_encodings)
-        r = await real.get(path, headers=JSON)
+        r = await real.get(path, headers=headers)
         slow = await r.read()
         assert r.status == 200, slow
     return fast, slow
@@ -67,6 +69,10 @@ async def test_encoded_list_equals_encoded_list_object(real, monkeypatch) -> Non
         assert fast == slow, query
         # twice: the second comes from the cached encodings
         again, _ = await _both(real, monkeypatch, CM + query)
+        assert again == slow, query
+        fast, slow = await _both(real, monkeypatch, CM + query, PROTOBUF)
+        assert fast == slow and fast.startswith(b"k8s\x00"), query
+        again, _ = await _both(real, monkeypatch, CM + query, PROTOBUF)
         assert again == slow, query
     fast, slow = await _both(real, monkeypatch, "/api/v1/configmaps")
     assert fast == slow
@@ -107,3 +113,20 @@ async def test_large_encoded_list_is_gzipped(real) -> None:
     assert r.headers["Content-Encoding"] == "gzip"
     body = orjson.loads(gzip.decompress(raw))
     assert len(body["items"]) == 300
+
+
+async def test_protobuf_list_of_a_named_group(real, monkeypatch) -> None:
+    sts = "/apis/apps/v1/namespaces/default/statefulsets"
+    for i in range(3):
+        body = {"apiVersion": "apps/v1", "kind": "StatefulSet",
+                "metadata": {"name": f"s{i}"},
+                "spec": {"selector": {"matchLabels": {"a": "b"}},
+                         "template": {"metadata": {"labels": {"a": "b"}},
+                                      "spec": {"containers": [{"name": "c", "image": "i"}]}}}}
+        r = await real.post(sts, json=body)
+        assert r.status == 201, await r.text()
+    for headers in (PROTOBUF, JSON):
+        fast, slow = await _both(real, monkeypatch, sts, headers)
+        assert fast == slow
+        fast, slow = await _both(real, monkeypatch, sts + "?limit=2", headers)
+        assert fast == slow
