@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 import weakref
 from typing import TYPE_CHECKING, Any, Final
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
 
     from apiserver.endpoints.response import Scope
     from apiserver.registry.interface import Object, WatchStream
+
+log = logging.getLogger(__name__)
 
 _IDLE_CHECK: Final = 1.0
 # After a direct flush, the next waits this many times as long as it took (see _Flusher).
@@ -132,7 +135,10 @@ class _Flusher:
         self._scheduled = False
         dirty, self._dirty = self._dirty, []
         for out in dirty:
-            out.flush()
+            try:
+                out.flush()
+            except Exception:  # one broken connection never holds up the others
+                log.exception("watch: direct write failed")
         took = time.thread_time() - start
         self._not_before = self._loop.time() + took * _PACE
 
@@ -152,15 +158,18 @@ class _Direct:
     """One watch's direct way out (see the module doc) and its Table ``first`` state, which
     both ways share."""
 
-    __slots__ = ("_scope", "_transport", "_protocol", "_flusher", "_pending", "_open", "first")
+    __slots__ = ("_scope", "_media", "_transport", "_protocol", "_flusher", "_pending",
+                 "_open", "first")
 
     def __init__(self, scope: Scope, transport: asyncio.Transport, protocol: BaseProtocol,
                  flusher: _Flusher) -> None:
         self._scope = scope
+        # Plain output: the frame of an event is the same for every such watcher.
+        self._media = None if scope.output.convert else scope.output.media_type
         self._transport = transport
         self._protocol = protocol
         self._flusher = flusher
-        self._pending: list[bytes] = []
+        self._pending = b""  # chunks to write; a few at most (see _Flusher)
         self._open = True
         self.first = True
 
@@ -169,33 +178,41 @@ class _Direct:
         reading fast enough, or a frame that fails: the iterator then meets the failure)."""
         if not self._open or self._protocol.writing_paused or self._transport.is_closing():
             return False
-        scope = self._scope
-        try:
-            if not scope.output.convert:
-                last = _plain(type_, obj, scope.output.media_type)
-                chunk = last.chunk
-                if not chunk:
-                    chunk = last.chunk = _chunk(last.data)
-            else:
-                chunk = _chunk(_frame(scope, type_, obj, self.first))
-        except Exception:
-            return False
+        last = _LAST
+        if last.obj is obj and last.type == type_ and last.media == self._media and last.chunk:
+            chunk = last.chunk  # the other watchers of this event already framed it
+        else:
+            encoded = self._encode(type_, obj)
+            if encoded is None:
+                return False
+            chunk = encoded
         if type_ in _OBJECT_EVENTS:
             self.first = False
-        if not self._pending:
+        if self._pending:
+            self._pending += chunk
+        else:
+            self._pending = chunk
             self._flusher.add(self)
-        self._pending.append(chunk)
         return True
+
+    def _encode(self, type_: str, obj: Object) -> bytes | None:
+        try:
+            if self._media is not None:
+                last = _plain(type_, obj, self._media)
+                if not last.chunk:
+                    last.chunk = _chunk(last.data)
+                return last.chunk
+            return _chunk(_frame(self._scope, type_, obj, self.first))
+        except Exception:
+            return None
 
     def flush(self) -> None:
         """Write what is pending (before anything else is written to this response)."""
         pending = self._pending
-        if not pending:
-            return
-        self._pending = []
-        if self._transport.is_closing():
-            return
-        self._transport.write(pending[0] if len(pending) == 1 else b"".join(pending))
+        if pending:
+            self._pending = b""
+            if not self._transport.is_closing():
+                self._transport.write(pending)
 
     def close(self) -> None:
         """No more direct events; what is pending is written now."""

@@ -145,14 +145,19 @@ class CacheWatcher:
         the watcher was closed (the caller counts it and forgets the watcher)."""
         if self._closed:
             return True
-        try:
-            out = convert(event, self.predicate)
-        except Exception:  # a broken predicate ends this watch, never the dispatcher
-            log.exception("watch predicate failed; closing the watcher", extra={"key": self.key})
-            self.close()
-            return True
-        if out is None:
-            return True
+        if self.predicate.everything:
+            out = event.shared
+        else:
+            try:
+                converted = convert(event, self.predicate)
+            except Exception:  # a broken predicate ends this watch, never the dispatcher
+                log.exception("watch predicate failed; closing the watcher",
+                              extra={"key": self.key})
+                self.close()
+                return True
+            if converted is None:
+                return True
+            out = converted
         if self._direct:
             if self._sink(out):
                 self.last_rv = event.rv
