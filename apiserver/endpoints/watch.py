@@ -16,10 +16,10 @@ order; a paused (full) connection refuses direct events, which then queue in the
 watcher for the iterator, whose writes wait for the client (and a client that never reads
 is closed by the store as before).
 
-aiohttp does not cancel a handler when its client disconnects, so a watchdog task checks the
-transport once per ``_IDLE_CHECK`` seconds (and the deadline) and stops the store's stream,
-which ends the handler's loop; the loop itself awaits nothing but the next event and the
-write.
+aiohttp does not cancel a handler when its client disconnects, so one reaper per loop checks
+the transports of all watches once per ``_IDLE_CHECK`` seconds and stops the streams of those
+gone, and a timer stops the stream at ``timeoutSeconds``; either ends the handler's loop,
+which itself awaits nothing but the next event and the write.
 """
 
 from __future__ import annotations
@@ -143,15 +143,54 @@ class _Flusher:
         self._not_before = self._loop.time() + took * _PACE
 
 
-_FLUSHERS: Final[weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Flusher]] = (
+class _Reaper:
+    """Stops the store's stream of every watch whose client went away, checked for all the
+    watches of one loop at once every ``_IDLE_CHECK`` seconds (aiohttp does not cancel a
+    handler when its client disconnects). One timer per loop instead of a task per watch:
+    a thousand sleeping tasks each waking once a second cost more than their checks."""
+
+    __slots__ = ("_loop", "_watches", "_timer")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._watches: dict[WatchStream, web.Request] = {}
+        self._timer: asyncio.TimerHandle | None = None
+
+    def add(self, stream: WatchStream, request: web.Request) -> None:
+        self._watches[stream] = request
+        if self._timer is None:
+            self._timer = self._loop.call_later(_IDLE_CHECK, self._check)
+
+    def remove(self, stream: WatchStream) -> None:
+        self._watches.pop(stream, None)
+
+    def _check(self) -> None:
+        self._timer = None
+        gone = [s for s, request in self._watches.items() if _gone(request)]
+        for stream in gone:
+            del self._watches[stream]
+            stream.stop()
+        if self._watches:
+            self._timer = self._loop.call_later(_IDLE_CHECK, self._check)
+
+
+class _PerLoop:
+    __slots__ = ("flusher", "reaper")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.flusher = _Flusher(loop)
+        self.reaper = _Reaper(loop)
+
+
+_PER_LOOP: Final[weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _PerLoop]] = (
     weakref.WeakKeyDictionary())
 
 
-def _flusher(loop: asyncio.AbstractEventLoop) -> _Flusher:
-    f = _FLUSHERS.get(loop)
-    if f is None:
-        f = _FLUSHERS[loop] = _Flusher(loop)
-    return f
+def _per_loop(loop: asyncio.AbstractEventLoop) -> _PerLoop:
+    state = _PER_LOOP.get(loop)
+    if state is None:
+        state = _PER_LOOP[loop] = _PerLoop(loop)
+    return state
 
 
 class _Direct:
@@ -225,20 +264,6 @@ def _gone(request: web.Request) -> bool:
     return transport is None or transport.is_closing()
 
 
-async def _watchdog(request: web.Request, stream: WatchStream, deadline: float | None) -> None:
-    loop = asyncio.get_running_loop()
-    while True:
-        wait = _IDLE_CHECK
-        if deadline is not None:
-            wait = min(wait, deadline - loop.time())
-            if wait <= 0:
-                break
-        await asyncio.sleep(wait)
-        if _gone(request):
-            break
-    stream.stop()
-
-
 async def handle(scope: Scope) -> web.StreamResponse:
     request = scope.request
     opts = list_options(request.query, watch=True, name=scope.info.name)
@@ -252,16 +277,18 @@ async def handle(scope: Scope) -> web.StreamResponse:
     resp.enable_chunked_encoding()
     for w in scope.warnings:
         resp.headers.add("Warning", warning_header(w))
-    # A watchdog, not a per-event wait: it stops the store's stream at the deadline or when
-    # the client is gone, which ends the loop below. Creating a task and a wait per event
-    # cost more than the rest of the delivery at a thousand watchers.
-    watchdog = asyncio.create_task(_watchdog(request, stream, deadline))
+    # A timer and the loop's reaper, not a per-event wait: they stop the store's stream at
+    # the deadline or when the client is gone, which ends the loop below. Creating a task
+    # and a wait per event cost more than the rest of the delivery at a thousand watchers.
+    shared = _per_loop(loop)
+    timer = loop.call_at(deadline, stream.stop) if deadline is not None else None
+    shared.reaper.add(stream, request)
     out: _Direct | None = None
     try:
         await resp.prepare(request)
         transport = request.transport
         if transport is not None:
-            out = _Direct(scope, transport, request.protocol, _flusher(loop))
+            out = _Direct(scope, transport, request.protocol, shared.flusher)
             if isinstance(stream, DirectWatchStream):
                 # after prepare: the headers are written, direct frames may follow
                 stream.attach_sink(out.push)
@@ -285,7 +312,9 @@ async def handle(scope: Scope) -> web.StreamResponse:
     except (ConnectionResetError, ConnectionError):
         pass
     finally:
-        watchdog.cancel()
+        if timer is not None:
+            timer.cancel()
+        shared.reaper.remove(stream)
         stream.stop()
         if out is not None:
             out.close()
