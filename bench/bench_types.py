@@ -277,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     total = args.total or (600 if args.quick else 2000)
     rows: list[dict[str, Any]] = []
+    if args.profiles:
+        Path(args.profiles).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="bench-types-") as tmp:
         base = Path(tmp)
         with ApiServerProcess(base / "api") as server:  # __enter__ starts it

@@ -35,15 +35,24 @@ def encode(s: FieldSet) -> dict[str, Any]:
     return s.encoded
 
 
+def _sorted(elements: set[str]) -> list[str]:
+    """Elements in upstream's order. Field names (``f:``, the common case) order among
+    themselves as plain strings; any other kind needs the parsed order."""
+    for pe in elements:
+        if pe[:2] != "f:":
+            return sorted(elements, key=order)
+    return sorted(elements)
+
+
 def _emit(s: FieldSet, include_self: bool) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if include_self and (s.members or s.children):
         out["."] = {}
     if not s.children:
-        for pe in sorted(s.members, key=order):
+        for pe in _sorted(s.members):
             out[pe] = {}
         return out
-    for pe in sorted(s.members | s.children.keys(), key=order):
+    for pe in _sorted(s.members | s.children.keys()):
         child = s.children.get(pe)
         if child is None:
             out[pe] = {}

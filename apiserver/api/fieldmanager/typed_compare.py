@@ -103,29 +103,47 @@ def _cmp(lhs: Any, rhs: Any, atom: Atom, path: Path, c: Comparison) -> None:
 
 
 def _everything(v: Any, atom: Atom, path: Path) -> FieldSet:
-    """Every path below ``v``, parents included (what a comparison with nothing records)."""
+    """Every path below ``v``, parents included (what a comparison with nothing records).
+    The hot part of a create's field set: member atoms are looked up in the atom's compiled
+    fields first (what ``Atom.field`` returns for declared fields), and a deduced member is
+    walked only when it is an object (anything else has nothing below it)."""
     out = FieldSet()
     kind = atom.kind
     if kind == DEDUCED and type(v) is dict:
         kind = MAP
     if kind == MAP and not atom.atomic and type(v) is dict:
-        deduced = atom.kind == DEDUCED
+        members = out.members
+        children = out.children
+        if atom.kind == DEDUCED:
+            for k, val in v.items():
+                pe = "f:" + k
+                members.add(pe)
+                if type(val) is dict and val:
+                    sub = _everything(val, DEDUCED_ATOM, (*path, pe))
+                    if sub.members or sub.children:
+                        children[pe] = sub
+            return out
+        compiled = atom._fields  # noqa: SLF001 - Atom.field's cache, same package
         for k, val in v.items():
             pe = "f:" + k
-            ca = DEDUCED_ATOM if deduced else atom.field(k)[0]
-            out.members.add(pe)
+            members.add(pe)
+            ca = compiled.get(k)
+            if ca is None:
+                ca = atom.field(k)[0]
             if ca.kind != SCALAR:
                 sub = _everything(val, ca, (*path, pe))
-                if not sub.empty():
-                    out.children[pe] = sub
+                if sub.members or sub.children:
+                    children[pe] = sub
     elif kind == LIST and not atom.atomic and type(v) is list:
         elem = atom.elem()
+        walk = elem.kind != SCALAR and bool(atom.keys)
+        members = out.members
         for i, item in enumerate(v):
             pe = atom.item_element(item, path, i)
-            out.members.add(pe)
-            if elem.kind != SCALAR and atom.keys:
+            members.add(pe)
+            if walk:
                 sub = _everything(item, elem, (*path, pe))
-                if not sub.empty():
+                if sub.members or sub.children:
                     out.children[pe] = sub
     return out
 
