@@ -52,6 +52,8 @@ log = logging.getLogger(__name__)
 _IDLE_CHECK: Final = 1.0
 # After a direct flush, the next waits this many times as long as it took (see _Flusher).
 _PACE: Final = 1.0
+# Connections written per callback of a flush round.
+_SLICE: Final = 100
 _OBJECT_EVENTS: Final = frozenset(("ADDED", "MODIFIED", "DELETED"))
 
 
@@ -101,46 +103,66 @@ def _chunk(data: bytes) -> bytes:
 
 
 class _Flusher:
-    """Writes the pending bytes of every direct watch of one loop in one callback.
+    """Writes the pending bytes of the direct watches of one loop in rounds: a round takes
+    the connections with bytes pending when it starts and writes them ``_SLICE`` per
+    callback, so that a request (the write that makes the next event, say) waits for a
+    slice rather than for a write to every watcher. Connections given bytes during a round
+    wait for the next.
 
-    After a flush it waits as long as that flush took before the next one (``_PACE`` times
-    as long): a flush that reaches a thousand connections takes milliseconds, and starting
-    the next one at once would leave the loop nothing for the requests that make the events,
-    while the events arriving meanwhile cost hardly more written together than one alone (a
-    TLS record and a send per connection either way). An idle server flushes at once."""
+    After a round it waits as long as the round took (``_PACE`` times as long) before the
+    next: a round that reaches a thousand connections takes milliseconds, starting the next
+    one at once would leave the loop nothing for the requests that make the events, and the
+    events arriving meanwhile cost hardly more written together than one alone (a TLS
+    record and a send per connection either way). An idle server flushes at once."""
 
-    __slots__ = ("_loop", "_dirty", "_scheduled", "_not_before")
+    __slots__ = ("_loop", "_dirty", "_round", "_scheduled", "_not_before", "_spent")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._dirty: list[_Direct] = []
-        self._scheduled = False
+        self._dirty: list[_Direct] = []  # for the next round
+        self._round: list[_Direct] = []  # the rest of the current round, reversed
+        self._scheduled = False  # a round is under way or scheduled
         self._not_before = 0.0
+        self._spent = 0.0  # CPU time of the current round so far
 
     def add(self, out: _Direct) -> None:
         self._dirty.append(out)
         if not self._scheduled:
-            self._scheduled = True
-            loop = self._loop
-            delay = self._not_before - loop.time()
-            if delay > 0:
-                loop.call_later(delay, self._flush)
-            else:
-                loop.call_soon(self._flush)
+            self._schedule()
+
+    def _schedule(self) -> None:
+        self._scheduled = True
+        loop = self._loop
+        delay = self._not_before - loop.time()
+        if delay > 0:
+            loop.call_later(delay, self._flush)
+        else:
+            loop.call_soon(self._flush)
 
     def _flush(self) -> None:
-        # CPU time, not wall time: a flush preempted by another process did not cost the
+        # CPU time, not wall time: a round preempted by another process did not cost the
         # loop the time it spent waiting for a core.
         start = time.thread_time()
-        self._scheduled = False
-        dirty, self._dirty = self._dirty, []
-        for out in dirty:
+        batch = self._round
+        if not batch:
+            batch, self._dirty = self._dirty, []
+            batch.reverse()
+        for _ in range(min(len(batch), _SLICE)):
+            out = batch.pop()
             try:
                 out.flush()
             except Exception:  # one broken connection never holds up the others
                 log.exception("watch: direct write failed")
-        took = time.thread_time() - start
-        self._not_before = self._loop.time() + took * _PACE
+        self._round = batch
+        self._spent += time.thread_time() - start
+        if batch:  # the rest of this round, after whatever else is ready
+            self._loop.call_soon(self._flush)
+            return
+        self._not_before = self._loop.time() + self._spent * _PACE
+        self._spent = 0.0
+        self._scheduled = False
+        if self._dirty:
+            self._schedule()
 
 
 class _Reaper:

@@ -212,3 +212,10 @@ async def test_a_client_that_stops_reading_is_closed_without_a_gap(
     assert rvs and rvs == want[:len(rvs)]  # a prefix: in order, no gap
     assert "MODIFIED" in pushes
     fast.close()
+
+
+async def test_order_when_flush_rounds_span_many_slices(
+        app: App, pushes: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rounds written 3 connections per callback, with events arriving mid-round."""
+    monkeypatch.setattr(watch_endpoint, "_SLICE", 3)
+    await test_every_watcher_gets_every_event_in_order(app, pushes)
