@@ -102,7 +102,7 @@ async def _current_rv(client: TestClient[Any, Any]) -> str:
 async def _read(resp: Any, n: int) -> list[dict[str, Any]]:
     out = []
     for _ in range(n):
-        line = await asyncio.wait_for(resp.content.readline(), 10)
+        line = await asyncio.wait_for(resp.content.readline(), 60)
         assert line.endswith(b"\n"), line
         out.append(orjson.loads(line))
     return out
@@ -131,7 +131,9 @@ async def test_every_watcher_gets_every_event_in_order(app: App, pushes: list[st
         assert [e["type"] for e in got] == ["ADDED"] + ["MODIFIED"] * 30
         assert all(e["object"]["kind"] == "ConfigMap" for e in got)
         resp.close()
-    assert len(pushes) > len(want)  # the direct way carried (at least) most of them
+    # the direct way carried some of them (how many depends on the machine's load: an event
+    # that finds its watcher busy is queued instead, which the order checks above cover)
+    assert pushes
 
 
 async def test_selector_transitions_and_bookmarks(app: App, pushes: list[str]) -> None:
