@@ -30,6 +30,7 @@ import struct
 import threading
 import time
 import zlib
+from collections.abc import Callable
 from typing import Any, Final
 
 import msgpack
@@ -87,6 +88,11 @@ class DurableJournal(Journal):  # type: ignore[misc]
         self._want_meta = False
         self._closing = False
         self._syncer: threading.Thread | None = None
+        # The leader's entries are synced on a thread of their own (sync_soon), so that the
+        # raft thread goes on reading the followers' acknowledgements meanwhile.
+        self._want_sync = False
+        self._on_synced: Callable[[], None] | None = None
+        self._entry_syncer: threading.Thread | None = None
 
     # -- start-up -----------------------------------------------------------------------------
 
@@ -159,7 +165,43 @@ class DurableJournal(Journal):  # type: ignore[misc]
                     target=self._sync_loop, name="journal-sync", daemon=True
                 )
                 self._syncer.start()
-            self._wanted.notify()
+            self._wanted.notify_all()
+
+    def sync_soon(self, done: Callable[[], None]) -> None:
+        """Have the entry-sync thread make every entry added so far durable and then call
+        ``done`` (from that thread). Requests made while a sync runs share the next one."""
+        with self._wanted:
+            self._want_sync = True
+            self._on_synced = done
+            if self._entry_syncer is None:
+                self._entry_syncer = threading.Thread(
+                    target=self._entry_sync_loop, name="journal-entry-sync", daemon=True
+                )
+                self._entry_syncer.start()
+            self._wanted.notify_all()
+
+    @property
+    def sync_queued(self) -> bool:
+        """A sync_soon request waits for the entry-sync thread (it covers what is added until
+        that thread takes it)."""
+        return self._want_sync
+
+    def _entry_sync_loop(self) -> None:
+        while True:
+            with self._wanted:
+                while not (self._want_sync or self._closing):
+                    self._wanted.wait()
+                if self._closing:
+                    return
+                self._want_sync = False
+                done = self._on_synced
+            try:
+                self.sync()
+            except Exception:  # the raft thread's own sync (or the next request) will tell
+                log.exception("syncing the raft journal failed")
+                time.sleep(0.05)
+            if done is not None:
+                done()
 
     def _sync_loop(self) -> None:
         while True:
@@ -271,9 +313,10 @@ class DurableJournal(Journal):  # type: ignore[misc]
             return
         with self._wanted:
             self._closing = True
-            self._wanted.notify()
-        if self._syncer is not None:
-            self._syncer.join(timeout=10)
+            self._wanted.notify_all()
+        for thread in (self._syncer, self._entry_syncer):
+            if thread is not None:
+                thread.join(timeout=10)
         with self._io_lock, self._meta_lock:
             self._flush_locked()
             self._store_meta()

@@ -283,6 +283,11 @@ class _SyncingTransport(TCPTransport):  # type: ignore[misc]
             journal.sync()
         return bool(super().send(node, message))
 
+    @property
+    def holding(self) -> bool:
+        """Acknowledgements are waiting for the journal (this member was a follower)."""
+        return bool(self._held)
+
     def release_held(self) -> None:
         """(Raft thread) send the acknowledgements whose entries are on disk now; drop those
         of an earlier term (the leader that asked is gone; the next one resends)."""
@@ -579,11 +584,22 @@ class Replication:
 
     def _sync_and_release(self) -> bool:
         """(Raft thread) fdatasync what was appended (one sync for everything since the last)
-        and send the acknowledgements waiting for it. True if anything was synced."""
+        and send the acknowledgements waiting for it. True if anything was synced.
+
+        A leader with followers does not wait for its own sync: the journal's entry-sync thread
+        runs it and wakes this thread when done, and meanwhile this thread goes on reading the
+        followers' acknowledgements, so an entry commits as soon as any majority has it on disk
+        (the leader counts itself only up to ``durable_index``: _RaftNode.__applyLogEntries)."""
+        journal = self._journal
         synced = False
-        if self._journal.dirty:
-            self._journal.sync()
-            synced = True
+        if journal.dirty:
+            node = self._node
+            if node._isLeader() and node._SyncObj__otherNodes and not self._transport.holding:
+                if not journal.sync_queued:
+                    journal.sync_soon(self._wake)
+            else:
+                journal.sync()
+                synced = True
         self._transport.release_held()
         return synced
 

@@ -304,3 +304,58 @@ async def test_follower_acknowledges_only_after_its_fsync(tmp_path: object) -> N
     finally:
         for r in reps:
             r.stop()
+
+
+def test_journal_sync_soon_makes_entries_durable_off_thread(tmp_path: object) -> None:
+    path = os.path.join(str(tmp_path), "j")
+    j = DurableJournal(path)
+    try:
+        for i in range(1, 4):
+            j.add(b"c%d" % i, i, 1)
+        done = threading.Event()
+        j.sync_soon(done.set)
+        assert done.wait(10)
+        assert j.durable_index == 3 and not j.dirty and not j.sync_queued
+        j.add(b"c4", 4, 1)
+        done.clear()
+        j.sync_soon(done.set)
+        assert done.wait(10) and j.durable_index == 4
+    finally:
+        j._destroy()
+    assert [e[1] for e in DurableJournal(path)] == [1, 2, 3, 4]
+
+
+async def test_leader_commits_on_its_followers_disks_while_its_own_sync_waits(
+    tmp_path: object,
+) -> None:
+    """Raft thesis 10.2.1: the leader syncs its own journal in parallel with the followers, and
+    an entry on both followers' disks is a majority without the leader's, even while the
+    leader's own sync hangs. With one follower down, the leader's own disk is needed, and
+    nothing commits while it does not answer."""
+    cfgs, sms = make_cluster(tmp_path, 3)
+    reps = [Replication(c, s) for c, s in zip(cfgs, sms, strict=True)]
+    try:
+        leader = await wait_leader(reps)
+        await leader.propose(msgpack.packb(0))
+        journal = leader._journal
+        real_sync = journal.sync
+        disk = threading.Event()
+        # The leader's disk hangs: its raft thread must not wait for it.
+        journal.sync = lambda: disk.wait(30) and None  # type: ignore[method-assign]
+        assert await leader.propose(msgpack.packb(1), timeout=5) == 2
+        assert journal.durable_index < journal.last_index
+        journal.sync = lambda: None  # type: ignore[method-assign]
+        disk.set()
+        followers = [r for r in reps if r is not leader]
+        followers[0].stop()
+        with pytest.raises(ConsensusError):
+            await leader.propose(msgpack.packb(2), timeout=1.5)
+        leader_sm = sms[reps.index(leader)]
+        assert leader_sm.items == [0, 1]
+        journal.sync = real_sync  # type: ignore[method-assign]
+        journal.sync_soon(leader._wake)
+        await leader.read_barrier()
+        assert leader_sm.items == [0, 1, 2]
+    finally:
+        for r in reps:
+            r.stop()
