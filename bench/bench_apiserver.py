@@ -68,6 +68,8 @@ QUICK = Plan(creates=1500, create_clients=32, gets=5000, get_clients=32, list_it
              list_repeats=3, watchers=200, watch_writes=300, write_rate=100.0)
 
 
+PHASES = ("create", "get", "list", "watch")
+
 RV_FIELD = b'"resourceVersion":"'
 
 
@@ -76,6 +78,36 @@ def percentile(values: list[float], q: float) -> float:
         return float("nan")
     s = sorted(values)
     return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds used so far by ``pids`` (from /proc; 0 for a gone one)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / tick
+
+
+class CpuMeter:
+    """CPU seconds of the API servers, the store members and this process over a phase."""
+
+    def __init__(self, servers: list[int], store: list[int]) -> None:
+        self.groups = {"servers": servers, "store": store, "client": [os.getpid()]}
+        self._start: dict[str, float] = {}
+
+    def start(self) -> None:
+        self._start = {k: cpu_seconds(v) for k, v in self.groups.items()}
+
+    def stop(self, ops: int) -> dict[str, float]:
+        """CPU ms per operation of each group since start()."""
+        return {f"{k}_ms_per_op": round((cpu_seconds(v) - self._start[k]) * 1000 / max(ops, 1), 3)
+                for k, v in self.groups.items()}
 
 
 def configmap(name: str, stamp: float = 0.0) -> dict[str, Any]:
@@ -148,7 +180,8 @@ async def ensure_namespace(http: Http, ns: str) -> None:
 
 
 async def api_phases(urls: list[str], ctx: ssl.SSLContext, kubeconfig: str, plan: Plan,
-                     log: Callable[[str], None]) -> dict[str, Any]:
+                     log: Callable[[str], None], phases: frozenset[str],
+                     meter: CpuMeter) -> dict[str, Any]:
     out: dict[str, Any] = {}
     http = Http(urls, ctx, limit=max(plan.create_clients, plan.get_clients))
     try:
@@ -158,35 +191,48 @@ async def api_phases(urls: list[str], ctx: ssl.SSLContext, kubeconfig: str, plan
         async def create(i: int) -> None:
             await http.request("POST", path, replica=i, body=configmap(f"c{i}"), expect=201)
 
-        log(f"creates x{plan.creates} at {plan.create_clients} clients")
-        out["create"] = await run_clients(plan.create_clients, plan.creates, create)
+        if "create" in phases or "get" in phases:
+            log(f"creates x{plan.creates} at {plan.create_clients} clients")
+            meter.start()
+            out["create"] = await run_clients(plan.create_clients, plan.creates, create)
+            out["create"]["cpu"] = meter.stop(out["create"]["ops"])
 
         async def get(i: int) -> None:
             await http.request("GET", f"{path}/c{i % 100}")
 
-        log(f"gets x{plan.gets} at {plan.get_clients} clients (one replica)")
-        out["get"] = await run_clients(plan.get_clients, plan.gets, get)
+        if "get" in phases:
+            log(f"gets x{plan.gets} at {plan.get_clients} clients (one replica)")
+            meter.start()
+            out["get"] = await run_clients(plan.get_clients, plan.gets, get)
+            out["get"]["cpu"] = meter.stop(out["get"]["ops"])
 
-        # the list: top the namespace up to list_items objects in a second namespace
-        await ensure_namespace(http, "bench-list")
-        lpath = "/api/v1/namespaces/bench-list/configmaps"
+        if "list" in phases:
+            # the list: top the namespace up to list_items objects in a second namespace
+            await ensure_namespace(http, "bench-list")
+            lpath = "/api/v1/namespaces/bench-list/configmaps"
 
-        async def fill(i: int) -> None:
-            await http.request("POST", lpath, replica=i, body=configmap(f"l{i}"), expect=201)
+            async def fill(i: int) -> None:
+                await http.request("POST", lpath, replica=i, body=configmap(f"l{i}"),
+                                   expect=201)
 
-        log(f"loading {plan.list_items} objects for the list")
-        out["list_load"] = await run_clients(32, plan.list_items, fill)
-        times = []
-        for _ in range(plan.list_repeats):
-            t0 = time.perf_counter()
-            raw = await http.request("GET", lpath)
-            times.append(time.perf_counter() - t0)
-            n = len(orjson.loads(raw)["items"])
-        out["list"] = {"items": n, "best_ms": round(min(times) * 1000, 1),
-                       "median_ms": round(statistics.median(times) * 1000, 1),
-                       "bytes": len(raw)}
-        log(f"list of {n}: best {out['list']['best_ms']} ms")
-        out["watch"] = await watch_latency(http, urls, kubeconfig, plan, log)
+            log(f"loading {plan.list_items} objects for the list")
+            out["list_load"] = await run_clients(32, plan.list_items, fill)
+            times = []
+            for _ in range(plan.list_repeats):
+                t0 = time.perf_counter()
+                raw = await http.request("GET", lpath)
+                times.append(time.perf_counter() - t0)
+                n = len(orjson.loads(raw)["items"])
+            out["list"] = {"items": n, "best_ms": round(min(times) * 1000, 1),
+                           "median_ms": round(statistics.median(times) * 1000, 1),
+                           "bytes": len(raw)}
+            log(f"list of {n}: best {out['list']['best_ms']} ms")
+        if "watch" in phases:
+            meter.start()
+            out["watch"] = await watch_latency(http, urls, kubeconfig, plan, log)
+            cpu = meter.stop(out["watch"]["writes"] * out["watch"]["watchers"])
+            out["watch"]["cpu_us_per_frame"] = {k.replace("_ms_per_op", ""): round(v * 1000, 1)
+                                                for k, v in cpu.items()}
     finally:
         await http.close()
     return out
@@ -538,7 +584,8 @@ async def bare_ceiling(plan: Plan, sample: dict[str, Any], log: Callable[[str], 
 # -- series ---------------------------------------------------------------------------------------
 
 
-def run_series(label: str, plan: Plan, base: Path, store: str) -> dict[str, Any]:
+def run_series(label: str, plan: Plan, base: Path, store: str,
+               phases: frozenset[str] = frozenset(PHASES)) -> dict[str, Any]:
     def log(msg: str) -> None:
         print(f"[{label}] {msg}", flush=True)
 
@@ -559,8 +606,12 @@ def run_series(label: str, plan: Plan, base: Path, store: str) -> dict[str, Any]
         log(f"{len(servers)} apiserver(s) up")
         ctx = main.ssl_context()
         result: dict[str, Any] = {"label": label}
+        meter = CpuMeter([s.proc.pid for s in servers if s.proc is not None],
+                         cluster.pids() if cluster is not None else [])
         result.update(asyncio.run(api_phases([s.url for s in servers], ctx, main.kubeconfig,
-                                             plan, log)))
+                                             plan, log, phases, meter)))
+        if "create" not in phases:
+            return result
         if store == "embedded":
             result["raw"] = asyncio.run(raw_embedded_creates(plan.create_clients, plan.creates))
         else:
@@ -602,6 +653,12 @@ def report(results: list[dict[str, Any]], bare: dict[str, Any]) -> str:
         ("watch p99 ms", lambda r: r["watch"]["p99_ms"]),
         ("watchers", lambda r: r["watch"]["watchers"]),
         ("watchers with gaps/missing", lambda r: r["watch"]["watchers_with_gaps_or_missing"]),
+        ("server CPU ms per create", lambda r: r["create"]["cpu"]["servers_ms_per_op"]),
+        ("store CPU ms per create", lambda r: r["create"]["cpu"]["store_ms_per_op"]),
+        ("server CPU ms per get", lambda r: r["get"]["cpu"]["servers_ms_per_op"]),
+        ("store CPU ms per get", lambda r: r["get"]["cpu"]["store_ms_per_op"]),
+        ("server CPU us per watch frame", lambda r: r["watch"]["cpu_us_per_frame"]["servers"]),
+        ("store CPU us per watch frame", lambda r: r["watch"]["cpu_us_per_frame"]["store"]),
     ]
     labels = [r["label"] for r in results]
     width = max(len(n) for n, _ in rows) + 2
@@ -635,8 +692,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", default="embedded,raftstore,etcd",
                    help="comma list of series: embedded, raftstore, etcd")
     p.add_argument("--out", help="write the results as JSON here")
+    p.add_argument("--phases", default=",".join(PHASES),
+                   help="comma list of phases to run: " + ", ".join(PHASES)
+                   + " (gets need the creates; the raw put rate runs with create)")
     args = p.parse_args(argv)
     plan = QUICK if args.quick else FULL
+    phases = frozenset(args.phases.split(","))
+    if not phases <= set(PHASES):
+        p.error(f"--phases: unknown {sorted(phases - set(PHASES))}")
     results = []
     with tempfile.TemporaryDirectory(prefix="bench-api-") as d:
         base = Path(d)
@@ -644,8 +707,9 @@ def main(argv: list[str] | None = None) -> int:
                   "raftstore": "2 apiservers / raftstore x3",
                   "etcd": "2 apiservers / etcd x3"}
         for store in args.only.split(","):
-            results.append(run_series(labels[store], plan, base, store))
-        bare = asyncio.run(bare_ceiling(plan, configmap("c0"), print))
+            results.append(run_series(labels[store], plan, base, store, phases))
+        bare = (asyncio.run(bare_ceiling(plan, configmap("c0"), print)) if "get" in phases
+                else {"get": {"per_s": float("nan"), "p99_ms": float("nan")}})
     table = report(results, bare)
     print(table)
     if args.out:
