@@ -3,8 +3,11 @@ Never log a bearer token, a private key or a Secret's data."""
 
 from __future__ import annotations
 
+import datetime
 import logging
 import sys
+import time
+from typing import Any
 
 import orjson
 import structlog
@@ -25,6 +28,42 @@ def _orjson(obj: object, **_: object) -> str:
     return orjson.dumps(obj, default=str).decode()
 
 
+class _UtcStamp:
+    """``TimeStamper(fmt="iso", utc=True)`` at the request line's rate: the date and time to
+    the second are formatted once a second, the microseconds appended (always six digits)."""
+
+    __slots__ = ("_cache",)
+
+    def __init__(self) -> None:
+        self._cache = (-1, "")  # (second, its text), replaced as one (threads log too)
+
+    def __call__(self, _: Any, __: str, event_dict: Any) -> Any:
+        now = time.time()
+        sec = int(now)
+        cached, text = self._cache
+        if sec != cached:
+            text = datetime.datetime.fromtimestamp(sec, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+            self._cache = (sec, text)
+        event_dict["timestamp"] = f"{text}.{int((now - sec) * 1e6):06d}Z"
+        return event_dict
+
+
+_FIRST = ("timestamp", "level", "event")
+
+
+def _render_kv(_: Any, __: str, event_dict: Any) -> str:
+    """``KeyValueRenderer(key_order=[timestamp, level, event], drop_missing=True)``'s output,
+    with less per-call overhead: those three first (when not None), then the rest as given,
+    ``key=repr(value)``."""
+    parts = []
+    for key in _FIRST:
+        value = event_dict.pop(key, None)
+        if value is not None:
+            parts.append(f"{key}={value!r}")
+    parts += [f"{k}={v!r}" for k, v in event_dict.items()]
+    return " ".join(parts)
+
+
 def configure(fmt: str = "text", level: str = "info") -> None:
     """Route structlog and the standard library's logging to stderr in one format."""
     global _request_log
@@ -33,12 +72,11 @@ def configure(fmt: str = "text", level: str = "info") -> None:
     # key=value and JSON renderers: one line per event, cheap enough for a line per request
     renderer: structlog.typing.Processor = (
         structlog.processors.JSONRenderer(serializer=_orjson) if fmt == "json"
-        else structlog.processors.KeyValueRenderer(
-            key_order=["timestamp", "level", "event"], drop_missing=True))
+        else _render_kv)
     shared: list[structlog.typing.Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
-        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        _UtcStamp(),
     ]
     structlog.configure(
         processors=[*shared, renderer],
