@@ -80,8 +80,9 @@ def percentile(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU seconds used so far by ``pids`` (from /proc; 0 for a gone one)."""
+def cpu_seconds(pids: list[int], children: bool = False) -> float:
+    """User + system CPU seconds used so far by ``pids`` (from /proc; 0 for a gone one),
+    with ``children`` also that of their children waited for (the watch clients)."""
     tick = os.sysconf("SC_CLK_TCK")
     total = 0
     for pid in pids:
@@ -91,22 +92,26 @@ def cpu_seconds(pids: list[int]) -> float:
         except OSError:
             continue
         total += int(fields[11]) + int(fields[12])  # utime, stime
+        if children:
+            total += int(fields[13]) + int(fields[14])  # cutime, cstime
     return total / tick
 
 
 class CpuMeter:
-    """CPU seconds of the API servers, the store members and this process over a phase."""
+    """CPU seconds of the API servers, the store members and the load generator (this
+    process and its watch clients) over a phase."""
 
     def __init__(self, servers: list[int], store: list[int]) -> None:
         self.groups = {"servers": servers, "store": store, "client": [os.getpid()]}
         self._start: dict[str, float] = {}
 
     def start(self) -> None:
-        self._start = {k: cpu_seconds(v) for k, v in self.groups.items()}
+        self._start = {k: cpu_seconds(v, k == "client") for k, v in self.groups.items()}
 
     def stop(self, ops: int) -> dict[str, float]:
         """CPU ms per operation of each group since start()."""
-        return {f"{k}_ms_per_op": round((cpu_seconds(v) - self._start[k]) * 1000 / max(ops, 1), 3)
+        return {f"{k}_ms_per_op":
+                round((cpu_seconds(v, k == "client") - self._start[k]) * 1000 / max(ops, 1), 3)
                 for k, v in self.groups.items()}
 
 

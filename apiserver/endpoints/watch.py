@@ -52,8 +52,10 @@ log = logging.getLogger(__name__)
 _IDLE_CHECK: Final = 1.0
 # After a direct flush, the next waits this many times as long as it took (see _Flusher).
 _PACE: Final = 1.0
-# Connections written per callback of a flush round.
-_SLICE: Final = 100
+# Connections written per callback of a flush round: the requests that make the events wait
+# for a slice, not a round (1,000 watchers, 100 writes/s, embedded: PUT p99 79 ms at 100,
+# 24-38 ms at 25).
+_SLICE: Final = 25
 _OBJECT_EVENTS: Final = frozenset(("ADDED", "MODIFIED", "DELETED"))
 
 
