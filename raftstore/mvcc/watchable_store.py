@@ -32,6 +32,9 @@ class _Watcher:
     next_rev: int  # the lowest revision this watcher has not been sent yet
     callback: Callable[[list[Event]], None]
     on_compacted: Callable[[int], None] | None
+    # the range as [lo, hi) (hi None: unbounded; lo None: selects nothing), for notify
+    lo: bytes | None = None
+    hi: bytes | None = None
 
 
 def _event(kv: KeyValue, prev: KeyValue | None) -> Event:
@@ -102,8 +105,10 @@ class WatcherGroup:
     ) -> int:
         wid = self._next_id
         self._next_id += 1
+        span = bounds(key, end)
         self._watchers[wid] = _Watcher(
-            key=key, end=end, next_rev=next_rev, callback=callback, on_compacted=on_compacted
+            key=key, end=end, next_rev=next_rev, callback=callback, on_compacted=on_compacted,
+            lo=span[0] if span is not None else None, hi=span[1] if span is not None else None,
         )
         return wid
 
@@ -121,6 +126,19 @@ class WatcherGroup:
 
     def notify(self, rev: int, events: list[Event]) -> None:
         """Hand one committed revision's events to every watcher that is due for it."""
+        if len(events) == 1:
+            # The common case (one key per revision), checked against each watcher's bounds
+            # without building a list per watcher: an apiserver keeps one watch per resource
+            # type, a hundred or more on one member.
+            k = events[0].kv.key
+            for wid, w in list(self._watchers.items()):
+                if rev < w.next_rev:  # started in the future
+                    continue
+                w.next_rev = rev + 1
+                lo = w.lo
+                if lo is not None and lo <= k and (w.hi is None or k < w.hi):
+                    self._deliver(wid, w, events)
+            return
         for wid, w in list(self._watchers.items()):
             if rev < w.next_rev:  # started in the future
                 continue

@@ -216,6 +216,7 @@ class GrpcKVClient:
         self._known_compacted = 0
         self._closed = False
         self._progress_ok = trust_progress
+        self._progress_lock = asyncio.Lock()
 
     async def _call(self, fn: Callable[[_Endpoint], Awaitable[T]], *,
                     mutation: bool = False) -> T:
@@ -296,19 +297,23 @@ class GrpcKVClient:
 
     async def progress_supported(self) -> bool:
         if self._progress_ok is None:
-            ok = True
-            for ep in self._endpoints:
-                try:
-                    resp = await ep.maintenance.Status(pb.StatusRequest(), timeout=CALL_TIMEOUT)
-                except grpc.aio.AioRpcError as exc:
-                    raise to_kv_error(exc) from None
-                if not progress_safe(str(resp.version)):
-                    log.info("etcd %s at %s: watch progress requests disabled (upstream "
-                             "requires 3.4.31+ or 3.5.13+)", resp.version, ep.target)
-                    ok = False
-                    break
-            self._progress_ok = ok
+            # Every cacher's watch asks at its first tick, all at once: one asks the members.
+            async with self._progress_lock:
+                if self._progress_ok is None:
+                    self._progress_ok = await self._ask_progress_support()
         return self._progress_ok
+
+    async def _ask_progress_support(self) -> bool:
+        for ep in self._endpoints:
+            try:
+                resp = await ep.maintenance.Status(pb.StatusRequest(), timeout=CALL_TIMEOUT)
+            except grpc.aio.AioRpcError as exc:
+                raise to_kv_error(exc) from None
+            if not progress_safe(str(resp.version)):
+                log.info("etcd %s at %s: watch progress requests disabled (upstream "
+                         "requires 3.4.31+ or 3.5.13+)", resp.version, ep.target)
+                return False
+        return True
 
     async def watch(self, req: pb.WatchCreateRequest) -> GrpcWatch:
         async def start(ep: _Endpoint) -> GrpcWatch:

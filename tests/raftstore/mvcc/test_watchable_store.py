@@ -180,3 +180,24 @@ def test_watcher_compacted_by_restore() -> None:
     assert compacted == [4]
     assert sink.events == []
     assert len(dst.watchers) == 0
+
+
+def test_single_key_writes_reach_exactly_the_watchers_whose_range_holds_them() -> None:
+    """One event per revision takes notify's fast path: each kind of range (one key, a
+    prefix, everything from a key, an empty range) against keys at and around its edges."""
+    s = KVStore()
+    ranges = {"one": (b"/r/b", None), "prefix": (b"/r/", b"/r0"), "from": (b"/r/b", b"\0"),
+              "empty": (b"/r/b", b"/r/a"), "upto": (b"/r/a", b"/r/b")}
+    sinks = {name: Sink() for name in ranges}
+    for name, (key, end) in ranges.items():
+        s.watch(key, end, 0, sinks[name])
+    for k in (b"/r/a", b"/r/b", b"/r/b\x00", b"/r0", b"/q"):
+        put(s, k, b"v")
+    got = {name: [e.kv.key for e in sink.events] for name, sink in sinks.items()}
+    assert got == {
+        "one": [b"/r/b"],
+        "prefix": [b"/r/a", b"/r/b", b"/r/b\x00"],
+        "from": [b"/r/b", b"/r/b\x00", b"/r0"],
+        "empty": [],
+        "upto": [b"/r/a"],
+    }
