@@ -120,9 +120,15 @@ class _Watch:
 
 @dataclass(slots=True)
 class _Item:
-    resp: pb.WatchResponse
+    resp: pb.WatchResponse | None  # None: the request reader failed with ``error``
     watch: _Watch | None = None
     counted: bool = False  # an event response counted in watch.pending
+    error: BaseException | None = None
+
+
+# Live event responses of one watch waiting together in a stream's queue are sent as one
+# response (as etcd batches a watcher's pending revisions), up to this many events.
+MAX_EVENTS_MERGED: Final = 256
 
 
 @dataclass(eq=False)
@@ -295,9 +301,18 @@ class _Stream:
         if not self.closed:
             self.out.put_nowait(_Item(resp, w, counted))
 
+    def fail(self, exc: BaseException) -> None:
+        """The request reader failed: ``responses`` raises ``exc`` after what is queued."""
+        self.out.put_nowait(_Item(None, error=exc))
+
     async def responses(self) -> AsyncIterator[pb.WatchResponse]:
+        out = self.out
         while True:
-            item = await self.out.get()
+            item = out.get_nowait() if out.qsize() else await out.get()
+            resp = item.resp
+            if resp is None:
+                assert item.error is not None
+                raise item.error
             w = item.watch
             if item.counted and w is not None:
                 with self.lock:
@@ -306,12 +321,34 @@ class _Stream:
                 if w.canceled:
                     continue  # nothing follows a cancel
                 w.sent_since_tick = True
-            if w is not None and w.fragment and len(item.resp.events) > 1 \
-                    and item.resp.ByteSize() > MAX_REQUEST_BYTES:
-                for part in _fragments(item.resp):
+                if item.counted and out.qsize():
+                    resp = self._merge_queued(w, resp)
+            if w is not None and w.fragment and len(resp.events) > 1 \
+                    and resp.ByteSize() > MAX_REQUEST_BYTES:
+                for part in _fragments(resp):
                     yield part
             else:
-                yield item.resp
+                yield resp
+
+    def _merge_queued(self, w: _Watch, resp: pb.WatchResponse) -> pb.WatchResponse:
+        """Append to ``resp`` the live event responses of ``w`` that follow it in the queue
+        (nothing else between them), so a busy stream sends fewer, larger responses."""
+        queue: Any = self.out._queue  # type: ignore[attr-defined]  # asyncio.Queue's deque
+        merged = False
+        while queue and len(resp.events) < MAX_EVENTS_MERGED:
+            nxt = queue[0]
+            if nxt.watch is not w or not nxt.counted or nxt.resp is None:
+                break
+            self.out.get_nowait()
+            with self.lock:
+                w.pending -= 1
+            if not merged:
+                copy = pb.WatchResponse()
+                copy.CopyFrom(resp)
+                resp, merged = copy, True
+            resp.events.extend(nxt.resp.events)
+            resp.header.revision = nxt.resp.header.revision
+        return resp
 
 
 def _history_batches(events: list[Event]) -> list[list[Event]]:
@@ -363,14 +400,19 @@ class WatchService(rpc_pb2_grpc.WatchServicer):
         stream = _Stream(self.api, asyncio.get_running_loop())
 
         async def read_requests() -> None:
-            async for req in request_iterator:
-                kind = req.WhichOneof("request_union")
-                if kind == "create_request":
-                    stream.create(req.create_request)
-                elif kind == "cancel_request":
-                    stream.cancel(req.cancel_request.watch_id)
-                elif kind == "progress_request":
-                    stream.progress_all()
+            try:
+                async for req in request_iterator:
+                    kind = req.WhichOneof("request_union")
+                    if kind == "create_request":
+                        stream.create(req.create_request)
+                    elif kind == "cancel_request":
+                        stream.cancel(req.cancel_request.watch_id)
+                    elif kind == "progress_request":
+                        stream.progress_all()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - handed to the response side
+                stream.fail(exc)
             # A half-close does not end the stream (etcd keeps sending until the client
             # cancels the RPC).
 
@@ -379,31 +421,17 @@ class WatchService(rpc_pb2_grpc.WatchServicer):
                 await asyncio.sleep(PROGRESS_INTERVAL)
                 stream.progress_tick()
 
+        # The reader hands its failure to the response queue (stream.fail), so sending a
+        # response needs no task and no wait of its own.
         reader = asyncio.create_task(read_requests())
         ticker = asyncio.create_task(tick())
-        getter: asyncio.Task[pb.WatchResponse] | None = None
         try:
-            responses = stream.responses()
-            while True:
-                getter = asyncio.ensure_future(anext(responses))
-                done, _ = await asyncio.wait({getter, reader},
-                                             return_when=asyncio.FIRST_COMPLETED)
-                if reader in done and reader.exception() is not None:
-                    raise reader.exception()  # type: ignore[misc]
-                if getter in done:
-                    yield getter.result()
-                    getter = None
-                else:
-                    # The reader finished cleanly; keep serving events.
-                    yield await getter
-                    getter = None
-                    while True:
-                        yield await anext(responses)
+            async for resp in stream.responses():
+                yield resp
         finally:
             stream.close()
-            for task in (reader, ticker, getter):
-                if task is not None:
-                    task.cancel()
+            for task in (reader, ticker):
+                task.cancel()
             for task in (reader, ticker):
                 with contextlib.suppress(BaseException):
                     await task
