@@ -744,8 +744,28 @@ class Replication:
         head = msgpack.unpackb(data[4 : 4 + n], raw=False)
         self.state.restore(data[4 + n :])
         last, prev = (tuple(e) for e in head["entries"])
+        self._cut_journal_at(prev, last)
         cluster = {_pso.TCPNode(a) for a in head["cluster"]}
         return last, prev, cluster
+
+    def _cut_journal_at(self, prev: tuple[Any, ...], last: tuple[Any, ...]) -> None:
+        """pysyncobj keeps the journal only if it starts with the snapshot's last two entries
+        and clears it otherwise. A member stopped after writing a snapshot but before its
+        journal dropped the entries the snapshot covers (``deleteEntriesTo`` right after) still
+        holds them: cut them off here, so that the entries after the snapshot (acknowledged,
+        on this disk) are kept rather than cleared with them. A journal without those two
+        entries (behind the snapshot, or a snapshot sent by the leader) is left to
+        pysyncobj."""
+        journal = self._journal
+        if len(journal) < 2:
+            return
+        i = int(prev[1]) - int(journal[0][1])
+        if i <= 0 or i + 1 >= len(journal):
+            return
+        if tuple(journal[i]) == prev and tuple(journal[i + 1]) == last:
+            log.info("journal holds entries behind the snapshot: keeping it from index %d",
+                     prev[1])
+            journal.deleteEntriesTo(i)
 
     # -- Consensus ----------------------------------------------------------------------------
 

@@ -359,3 +359,38 @@ async def test_leader_commits_on_its_followers_disks_while_its_own_sync_waits(
     finally:
         for r in reps:
             r.stop()
+
+
+async def test_restart_between_snapshot_and_log_compaction_keeps_later_entries(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A member that stops after its snapshot file is in place but before its journal dropped
+    the entries the snapshot covers (a crash in that window) restarts with every entry it had:
+    the journal is cut at the snapshot's boundary instead of being cleared, which would lose
+    the acknowledged entries after the snapshot."""
+    cfgs, sms = make_cluster(tmp_path, 1, snapshot_count=20)
+    # The journal never drops its prefix, as if the member always stopped before it could.
+    monkeypatch.setattr(DurableJournal, "deleteEntriesTo", lambda self, entry_to: None)
+    rep = Replication(cfgs[0], sms[0])
+    try:
+        await wait_leader([rep])
+        for i in range(100):
+            await rep.propose(msgpack.packb(i))
+        snapshot = os.path.join(cfgs[0].data_dir, "snapshot.msgpack")
+        deadline = time.monotonic() + 10
+        while not os.path.exists(snapshot) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert os.path.exists(snapshot)
+        for i in range(100, 110):
+            await rep.propose(msgpack.packb(i))
+    finally:
+        rep.stop()
+    monkeypatch.undo()
+    sm = Counter()
+    rep = Replication(cfgs[0], sm)
+    try:
+        await wait_leader([rep])
+        await rep.read_barrier()
+        assert sm.items == list(range(110))
+    finally:
+        rep.stop()
