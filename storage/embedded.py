@@ -142,12 +142,18 @@ class CommandLog:
 
     def _replay(self) -> None:
         replayed = 0
+        covered = 0
         for command, idx, _term in self._journal[:]:
             if idx <= self._index:
-                continue  # covered by the snapshot (a crash before the journal was cut)
+                # covered by the snapshot: the journal's dead prefix, or a crash before the
+                # journal was cut
+                covered += 1
+                continue
             self._state.apply(command)
             self._index = idx
             replayed += 1
+        if covered:
+            self._journal.deleteEntriesTo(covered)
         if replayed:
             log.info("embedded store: replayed %d journal entries (index %d)", replayed,
                      self._index)

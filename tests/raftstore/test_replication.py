@@ -176,7 +176,8 @@ def test_journal_cuts_torn_tail_and_keeps_synced_entries(tmp_path: object) -> No
     j2.deleteEntriesTo(1)
     j2._destroy()
     j3 = DurableJournal(path)
-    assert list(j3[0:]) == [(b"cmd2", 2, 1), (b"cmd3", 3, 1), (b"x", 4, 2)]
+    # entry 1 stays in the file as a dead prefix (see the next test); the rest as written
+    assert list(j3[0:]) == [(b"cmd1", 1, 1), (b"cmd2", 2, 1), (b"cmd3", 3, 1), (b"x", 4, 2)]
     j3._destroy()
 
 
@@ -394,3 +395,33 @@ async def test_restart_between_snapshot_and_log_compaction_keeps_later_entries(
         assert sm.items == list(range(110))
     finally:
         rep.stop()
+
+
+def test_journal_keeps_a_dead_prefix_until_it_is_large(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Entries a snapshot covers leave memory at once but stay in the file (read back at a
+    restart, where the journal is cut at the snapshot again) until the dead prefix is large
+    and larger than what follows it; then the file is rewritten without it."""
+    import raftstore.journal as journal_module
+
+    path = os.path.join(str(tmp_path), "j")
+    j = DurableJournal(path)
+    for i in range(1, 11):
+        j.add(b"c%d" % i, i, 1)
+    j.sync()
+    size = os.path.getsize(path)
+    j.deleteEntriesTo(4)  # entries 1-4 covered by a snapshot
+    assert [e[1] for e in j] == [5, 6, 7, 8, 9, 10] and os.path.getsize(path) == size
+    assert j.byte_size < size
+    j.add(b"c11", 11, 1)
+    j.deleteEntriesFrom(5)  # a conflict: entries 10 and 11 go
+    assert [e[1] for e in j] == [5, 6, 7, 8, 9]
+    j._destroy()
+    j = DurableJournal(path)
+    assert [e[1] for e in j] == list(range(1, 10))  # the dead prefix is read back
+    monkeypatch.setattr(journal_module, "_DEAD_PREFIX", 1)
+    j.deleteEntriesTo(8)  # 8 dead entries before 1 live one: rewritten away
+    assert [e[1] for e in j] == [9]
+    j._destroy()
+    assert [e[1] for e in DurableJournal(path)] == [9]

@@ -59,15 +59,18 @@ async def test_snapshot_truncates_journal_and_restores(tmp_path: Path) -> None:
     rev = await store.current_revision()
     await store.close()
     assert os.path.exists(os.path.join(d, "snapshot"))
-    # The journal holds only what the last snapshot does not cover.
+    # The journal's file may still hold entries the last snapshot covers (a dead prefix,
+    # see DurableJournal.deleteEntriesTo), but not all of them are live.
     journal = DurableJournal(os.path.join(d, "journal"), fsync=False)
     try:
-        assert 0 < len(journal) < 35
+        assert len(journal) > 0
     finally:
         journal._destroy()
 
     store = await open_embedded(d, snapshot_entries=10)
     try:
+        # reopened, it holds only what the last snapshot does not cover
+        assert 0 < len(store.client.commands._journal) < 35  # type: ignore[attr-defined]
         assert await store.current_revision() == rev
         assert await store.count("/registry/configmaps/ns") == 35
         assert await store.compacted_revision() == rev - 5
