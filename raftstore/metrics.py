@@ -42,6 +42,12 @@ COMPACT_REVISION: Final = Gauge(
 )
 WATCHERS: Final = Gauge("etcd_debugging_mvcc_watcher_total", "Active watchers.",
                         registry=REGISTRY)
+READ_POINTS: Final = Counter(
+    "raftstore_read_points",
+    "Linearizable read points, by how they were reached: read_index (a heartbeat round with"
+    " the followers) or log (a barrier entry, when no read index could be had quickly).",
+    ["path"], registry=REGISTRY,
+)
 JOURNAL_SYNCS: Final = Counter(
     "raftstore_journal_fsyncs", "fdatasync calls on the raft journal (group commits).",
     registry=REGISTRY,

@@ -7,6 +7,10 @@ How it is wired (pysyncobj 0.3.17; pinned, since a few hooks below use its inter
   type to ``StateMachine.apply``. pysyncobj's replicated-method machinery (which pickles the call)
   is not used, so nothing pickled lands on disk. A second type is the read barrier, a no-op that
   never reaches the state machine.
+* **Reads.** A linearizable read point is a read index (readindex.py): the leader's appends
+  carry the number of its latest read round ("rs"), a follower's answer echoes the number and
+  term of the append it answers ("rs", "rt"), and a follower asks the leader with "rx_read"
+  messages. Only when that fails does a read use a barrier entry.
 * **Durability** ("persist before you answer"). The journal (journal.py) buffers appended
   entries. A follower holds its acknowledgements of appended entries until the raft thread has
   synced the journal, once after everything read in one poll (``_SyncingTransport.send`` /
@@ -60,6 +64,7 @@ from pysyncobj.transport import TCPTransport
 from raftstore import metrics
 from raftstore.consensus import ConsensusError, Member, NoLeaderError, TimeoutError_
 from raftstore.journal import DurableJournal, fsync_dir
+from raftstore.readindex import READ_MESSAGES, Answer, ReadIndex
 from raftstore.statemachine import StateMachine
 
 log = logging.getLogger("raftstore.replication")
@@ -220,7 +225,11 @@ _ENTRY_BYTES: Final = 60_000  # see Replication._drain_inbox
 
 _GroupCallback = Callable[[Any, int], None]
 
-_NO_SYNC_MESSAGES: Final = frozenset({"apply_command", "apply_command_response"})
+# Messages that promise nothing about this member's log, so they leave without a sync.
+_NO_SYNC_MESSAGES: Final = frozenset({"apply_command", "apply_command_response"}) | READ_MESSAGES
+
+# A read index request answered "use the log" (readindex.py): the caller proposes a barrier.
+_READ_FALLBACK: Final = -1
 
 
 class _SteadyWriter:
@@ -259,6 +268,9 @@ class _SyncingTransport(TCPTransport):  # type: ignore[misc]
         # A follower's acknowledgements waiting for the journal: (node, message, the log index
         # that must be durable, the term they were written in), sent in order.
         self._held: collections.deque[tuple[Any, Any, int, int]] = collections.deque()
+        # While a follower handles an append tagged for a read round: (leader, tag, term), the
+        # echo its answer carries (readindex.py).
+        self._echo: tuple[Any, int, int] | None = None
 
     def send(self, node: Any, message: Any) -> bool:
         # A follower's acknowledgement of appended entries is held until the journal is on
@@ -274,7 +286,14 @@ class _SyncingTransport(TCPTransport):  # type: ignore[misc]
         if journal is None:
             return bool(super().send(node, message))
         kind = message.get("type")
-        if kind == "next_node_idx":
+        if kind == "append_entries":
+            seq = self._syncObj._owner._read_index.seq
+            if seq:
+                message["rs"] = seq
+        elif kind == "next_node_idx":
+            echo = self._echo
+            if echo is not None and echo[0] == node:
+                message["rs"], message["rt"] = echo[1], echo[2]
             if journal.dirty or self._held:
                 term = self._syncObj.raftCurrentTerm
                 self._held.append((node, message, journal.last_index, term))
@@ -343,13 +362,28 @@ class _SyncingTransport(TCPTransport):  # type: ignore[misc]
 
         def received(node: Any, message: Any) -> None:
             keep = None
-            if (
-                isinstance(message, dict)
-                and message.get("type") == "next_node_idx"
-                and message.get("success")
-                and not message.get("reset")
-            ):
-                keep = raft._SyncObj__raftNextIndex.get(node)
+            kind = message.get("type") if isinstance(message, dict) else None
+            if kind == "next_node_idx":
+                if message.get("success") and not message.get("reset"):
+                    keep = raft._SyncObj__raftNextIndex.get(node)
+                seq = message.get("rs")
+                if (
+                    seq is not None
+                    and message.get("rt") == raft.raftCurrentTerm
+                    and raft._isLeader()
+                ):
+                    raft._owner._read_index.echoed(node, seq)
+            elif kind in READ_MESSAGES:
+                raft._owner._on_read_message(node, message)
+                return
+            elif kind == "append_entries" and "rs" in message:
+                # pysyncobj answers (or not: an old term) while handling it; send() echoes.
+                self._echo = (node, message["rs"], message.get("term"))
+                try:
+                    callback(node, message)
+                finally:
+                    self._echo = None
+                return
             callback(node, message)
             if keep is not None:
                 next_index = raft._SyncObj__raftNextIndex
@@ -479,6 +513,12 @@ class Replication:
         # Proposals waiting for the raft thread: (commands, callback(results, err)). Appended
         # by the event loop, drained by the raft thread (deque operations are atomic).
         self._inbox: collections.deque[tuple[list[bytes], _GroupCallback]] = collections.deque()
+        # Read points asked for on this member (their callbacks), and by followers of this
+        # leader (node, question id): appended by the event loop / the transport, drained by
+        # the raft thread (readindex.py).
+        self._reads: collections.deque[_GroupCallback] = collections.deque()
+        self._remote_reads: collections.deque[tuple[Any, int]] = collections.deque()
+        self._read_index = ReadIndex(cfg.election_timeout)
         self._ready: list[tuple[_LoopInbox, asyncio.Future[Any], Any, int]] = []
         self._loop_inboxes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopInbox] = (
             weakref.WeakKeyDictionary()
@@ -565,6 +605,8 @@ class Replication:
         """Runs inside every tick, before the poll: send new entries / a new commit index to
         the followers now rather than at the next heartbeat."""
         node = self._node
+        if self._reads or self._remote_reads or not self._read_index.idle:
+            self._serve_reads()
         if self._ready:
             self._deliver_ready()
         if node._isLeader():
@@ -611,6 +653,84 @@ class Replication:
         if mark != self._last_sent:
             self._last_sent = mark
             node._SyncObj__sendAppendEntries()
+
+    def _serve_reads(self) -> None:
+        """(Raft thread) start read rounds (leader) or ask the leader (follower) for the read
+        points asked for since the last tick, and answer those that are ready (readindex.py)."""
+        node = self._node
+        ri = self._read_index
+        now = time.monotonic()
+        leading = bool(node._isLeader())
+        term = int(node.raftCurrentTerm)
+        answers: list[Answer] = []
+        reads = self._reads
+        while reads:
+            answers.append(self._local_answer(reads.popleft()))
+        remote = self._remote_reads
+        if remote and not leading:
+            while remote:  # asked while this member led, or by a member that thinks so
+                _answer_all([self._remote_answer(*remote.popleft())], None)
+        while remote:
+            answers.append(self._remote_answer(*remote.popleft()))
+        others = node._SyncObj__otherNodes
+        if answers:
+            if leading:
+                commit = int(node._SyncObj__raftCommitIndex)
+                entry = node._SyncObj__getEntries(commit, 1)
+                if not entry or entry[0][2] != term:
+                    # Not yet committed anything in its term: its commit index may be behind.
+                    _answer_all(answers, None)
+                elif not others:
+                    _answer_all(answers, commit)  # a single member leads alone
+                else:
+                    ri.start_round(term, commit, answers, now)
+                    node._SyncObj__sendAppendEntries()  # the appends carry the new tag
+            else:
+                leader = node._getLeader()
+                if leader is None or leader not in node._SyncObj__connectedNodes:
+                    _answer_all(answers, None)
+                else:
+                    ask_id = ri.ask(leader, answers, now)
+                    self._transport.send(leader, {"type": "rx_read", "id": ask_id})
+        for done_answers, index in ri.rounds_done(term if leading else None, others, now):
+            _answer_all(done_answers, index)
+        _answer_all(ri.expired(None if leading else node._getLeader(), now), None)
+        for done in ri.applied(int(node.raftLastApplied)):
+            done()
+
+    def _local_answer(self, callback: _GroupCallback) -> Answer:
+        ri = self._read_index
+
+        def answer(index: int | None) -> None:
+            if index is None:
+                callback(None, _READ_FALLBACK)
+            else:
+                ri.when_applied(index, lambda: callback(None, FAIL_REASON.SUCCESS))
+
+        return answer
+
+    def _remote_answer(self, asker: Any, ask_id: int) -> Answer:
+        transport = self._transport
+
+        def answer(index: int | None) -> None:
+            if index is None:
+                transport.send(asker, {"type": "rx_read_fail", "id": ask_id})
+            else:
+                transport.send(asker, {"type": "rx_read_ok", "id": ask_id, "index": index})
+
+        return answer
+
+    def _on_read_message(self, node: Any, message: dict[str, Any]) -> None:
+        """(Raft thread, from the transport) a follower's question or the leader's answer."""
+        kind = message.get("type")
+        ask_id = message.get("id")
+        if not isinstance(ask_id, int):
+            return
+        if kind == "rx_read":
+            self._remote_reads.append((node, ask_id))
+            return
+        index = message.get("index") if kind == "rx_read_ok" else None
+        _answer_all(self._read_index.answered(ask_id), index if isinstance(index, int) else None)
 
     def _drain_inbox(self) -> None:
         """(Raft thread, at the start of pysyncobj's command processing) turn every proposal
@@ -812,9 +932,11 @@ class Replication:
     def status(self) -> dict[str, Any]:
         return dict(self._node.getStatus())
 
-    def _submit(self, command: bytes | list[bytes], timeout: float) -> asyncio.Future[Any]:
+    def _submit(self, command: bytes | list[bytes] | None, timeout: float) -> asyncio.Future[Any]:
         """Propose a read barrier (``command`` bytes: its own log entry) or state machine
-        commands (a list: the future's result is the list of their results)."""
+        commands (a list: the future's result is the list of their results), or (None) ask
+        for a read point without a log entry (readindex.py; it may fail with
+        ``_ReadIndexUnavailable``)."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[Any] = loop.create_future()
         inbox = self._loop_inboxes.get(loop)
@@ -832,7 +954,9 @@ class Replication:
                 fut.set_exception(TimeoutError_())
 
         loop.call_later(timeout, expire)
-        if isinstance(command, list):
+        if command is None:
+            self._reads.append(done)
+        elif isinstance(command, list):
             self._inbox.append((command, done))
         else:
             self._node.submit(command, done)
@@ -874,8 +998,8 @@ class Replication:
         self._submit([c for c, _, _ in batch], timeout).add_done_callback(done)
 
     async def read_barrier(self, timeout: float = 7.0) -> None:
-        # Readers that arrive while a barrier is in flight wait for the next one: the barrier
-        # they join must enter the log after their read began.
+        # Readers that arrive while a read point is being established wait for the next one:
+        # the one they join must begin after their read did.
         if self._barrier_pending is None:
             self._barrier_pending = asyncio.get_running_loop().create_future()
         waiter = self._barrier_pending
@@ -891,7 +1015,6 @@ class Replication:
         assert group is not None
         self._barrier_pending = None
         self._barrier_inflight = True
-        fut = self._submit(bytes([_CMD_BARRIER]), 7.0)
 
         def finished(f: asyncio.Future[Any]) -> None:
             self._barrier_inflight = False
@@ -904,7 +1027,17 @@ class Replication:
             if self._barrier_pending is not None:
                 self._start_barrier()
 
-        fut.add_done_callback(finished)
+        def read_index(f: asyncio.Future[Any]) -> None:
+            if isinstance(f.exception(), _ReadIndexUnavailable):
+                # No quick read index (see readindex.py): a barrier entry through the log.
+                metrics.READ_POINTS.labels("log").inc()
+                self._submit(bytes([_CMD_BARRIER]), 7.0).add_done_callback(finished)
+                return
+            if f.exception() is None:
+                metrics.READ_POINTS.labels("read_index").inc()
+            finished(f)
+
+        self._submit(None, 7.0).add_done_callback(read_index)
 
     def stop(self) -> None:
         self._stopping.set()
@@ -975,11 +1108,22 @@ def _close_fds(*fds: int) -> None:
             pass
 
 
+class _ReadIndexUnavailable(ConsensusError):
+    """The read point needs a barrier entry in the log instead (readindex.py)."""
+
+
+def _answer_all(answers: list[Answer], index: int | None) -> None:
+    for answer in answers:
+        answer(index)
+
+
 def _resolve(fut: asyncio.Future[Any], result: Any, err: int) -> None:
     if fut.done():
         return
     if err == FAIL_REASON.SUCCESS:
         fut.set_result(result)
+    elif err == _READ_FALLBACK:
+        fut.set_exception(_ReadIndexUnavailable("read index unavailable"))
     elif err == FAIL_REASON.MISSING_LEADER:
         metrics.PROPOSALS_FAILED.inc()
         fut.set_exception(NoLeaderError())

@@ -13,6 +13,7 @@ import time
 import msgpack
 import pytest
 
+from raftstore import metrics
 from raftstore.consensus import ConsensusError
 from raftstore.journal import DurableJournal
 from raftstore.replication import Replication, ReplicationConfig
@@ -355,7 +356,11 @@ async def test_leader_commits_on_its_followers_disks_while_its_own_sync_waits(
         assert leader_sm.items == [0, 1]
         journal.sync = real_sync  # type: ignore[method-assign]
         journal.sync_soon(leader._wake)
-        await leader.read_barrier()
+        # Once the leader's disk answers, the entry is on a majority's disks and commits. (A
+        # read point need not wait for it: its write was never acknowledged.)
+        deadline = time.monotonic() + 10
+        while leader_sm.items != [0, 1, 2] and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
         assert leader_sm.items == [0, 1, 2]
     finally:
         for r in reps:
@@ -425,3 +430,55 @@ def test_journal_keeps_a_dead_prefix_until_it_is_large(
     assert [e[1] for e in j] == [9]
     j._destroy()
     assert [e[1] for e in DurableJournal(path)] == [9]
+
+
+def _read_points(path: str) -> float:
+    return float(metrics.READ_POINTS.labels(path)._value.get())
+
+
+async def test_reads_take_a_read_index_without_a_log_entry(tmp_path: object) -> None:
+    """A read point on the leader or a follower is a heartbeat round (readindex.py), not an
+    entry in the log, and still sees every write acknowledged before it began."""
+    cfgs, sms = make_cluster(tmp_path, 3)
+    reps = [Replication(c, s) for c, s in zip(cfgs, sms, strict=True)]
+    try:
+        leader = await wait_leader(reps)
+        await leader.propose(msgpack.packb(0))
+        last = leader._journal.last_index
+        fast, slow = _read_points("read_index"), _read_points("log")
+        for r in reps:
+            await asyncio.gather(*(r.read_barrier() for _ in range(5)))
+        a, b = [r for r in reps if r is not leader]
+        for i in range(1, 20):
+            await (a, b)[i % 2].propose(msgpack.packb(i))
+            reader = (b, a)[i % 2]
+            await reader.read_barrier()
+            assert sms[reps.index(reader)].items == list(range(i + 1))
+        assert leader._journal.last_index == last + 19  # the writes, and nothing for reads
+        assert _read_points("read_index") >= fast + 3 + 19
+        assert _read_points("log") == slow
+    finally:
+        for r in reps:
+            r.stop()
+
+
+async def test_a_leader_without_its_followers_serves_no_read(tmp_path: object) -> None:
+    """With both followers gone, the leader cannot confirm that it still leads: its read
+    index round fails, the barrier entry it falls back to cannot commit, and the read fails
+    instead of returning what may be stale."""
+    cfgs, sms = make_cluster(tmp_path, 3)
+    reps = [Replication(c, s) for c, s in zip(cfgs, sms, strict=True)]
+    try:
+        leader = await wait_leader(reps)
+        await leader.propose(msgpack.packb(0))
+        await leader.read_barrier()
+        slow = _read_points("log")
+        for r in reps:
+            if r is not leader:
+                r.stop()
+        with pytest.raises(ConsensusError):
+            await leader.read_barrier(timeout=3.0)
+        assert _read_points("log") == slow + 1
+    finally:
+        for r in reps:
+            r.stop()
