@@ -482,3 +482,38 @@ async def test_a_leader_without_its_followers_serves_no_read(tmp_path: object) -
     finally:
         for r in reps:
             r.stop()
+
+
+async def test_a_partitioned_leader_that_still_thinks_it_leads_serves_no_read(
+    tmp_path: object,
+) -> None:
+    """The leader is cut off from its peers (everything it sends or receives is dropped, the
+    connections stay up). The others elect a new leader and commit a write the old one never
+    sees. The old leader, told not to step down on its own, still believes it leads: a read
+    point on it must fail, never pass with its stale state."""
+    cfgs, sms = make_cluster(tmp_path, 3, election_timeout=0.8)
+    reps = [Replication(c, s) for c, s in zip(cfgs, sms, strict=True)]
+    try:
+        old = await wait_leader(reps)
+        await old.propose(msgpack.packb(0))
+        await old.read_barrier()
+        old_sm = sms[reps.index(old)]
+        old._node._SyncObj__conf.leaderFallbackTimeout = 3600.0
+        transport = old._transport
+        transport._onMessageReceivedCallback = lambda node, message: None
+        transport.send = lambda node, message: True  # type: ignore[method-assign]
+        rest = [r for r in reps if r is not old]
+        deadline = time.monotonic() + 10
+        while not any(r.is_leader() for r in rest) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        new = next(r for r in rest if r.is_leader())
+        assert await new.propose(msgpack.packb(1)) == 2
+        assert old.is_leader()  # it has heard nothing of the new term
+        with pytest.raises(ConsensusError):
+            await old.read_barrier(timeout=2.0)
+        assert old_sm.items == [0]
+        await rest[0].read_barrier()
+        assert sms[reps.index(rest[0])].items == [0, 1]
+    finally:
+        for r in reps:
+            r.stop()
