@@ -1,0 +1,36 @@
+"""The member's garbage collector policy (raftstore/server.py ``tune_gc``): a larger youngest
+generation, pauses recorded in /metrics, survivors of a full collection frozen."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+
+import pytest
+
+from raftstore import metrics
+from raftstore.server import GC_GEN0_THRESHOLD, tune_gc
+
+
+@pytest.fixture
+def restore_gc() -> Iterator[None]:
+    thresholds = gc.get_threshold()
+    callbacks = list(gc.callbacks)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.callbacks[:] = callbacks
+        gc.unfreeze()
+
+
+def test_tune_gc_sets_the_policy(restore_gc: None) -> None:
+    _, gen1, gen2 = gc.get_threshold()
+    before = metrics.GC_PAUSE.labels("2")._sum.get()
+    tune_gc()
+    assert gc.get_threshold() == (GC_GEN0_THRESHOLD, gen1, gen2)
+    frozen = gc.get_freeze_count()
+    keep = [[i] for i in range(1000)]  # survivors of the next full collection
+    gc.collect()
+    assert gc.get_freeze_count() >= frozen + len(keep)
+    assert metrics.GC_PAUSE.labels("2")._sum.get() > before
