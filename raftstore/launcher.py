@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import json
 import os
 import shutil
@@ -113,10 +112,21 @@ def free_ports(count: int) -> list[int]:
             s.close()
 
 
-def _set_pdeathsig() -> None:
-    with contextlib.suppress(Exception):
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+def die_with_parent(argv: list[str]) -> list[str]:
+    """``argv`` run so that the kernel kills it when the calling thread ends (the test run was
+    killed, say): util-linux's ``setpriv --pdeathsig KILL``, which then execs it, so the pid is
+    the program's own. Call it from the main thread only: the "parent" of PR_SET_PDEATHSIG is
+    the thread that forked, and a worker thread's end would kill the child.
+
+    Not a ``preexec_fn``: that makes subprocess fork the whole interpreter, and in a process
+    whose gRPC event engine runs, gRPC's fork handlers restart its pollers in the child, where
+    one aborted on a closed epoll descriptor before exec (a member "exited (-6)" at start, with
+    "Epoll1Poller ... epoll_wait error: Bad file descriptor" in its log). Without one,
+    subprocess uses vfork and exec at once."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None or threading.current_thread() is not threading.main_thread():
+        return argv
+    return [setpriv, "--pdeathsig", "KILL", "--", *argv]
 
 
 class Cluster:
@@ -223,15 +233,13 @@ class Cluster:
             f"\n=== {time.strftime('%H:%M:%S')} start {member.name} ({state})\n".encode()
         )
         member.log_file.flush()
-        main_thread = threading.current_thread() is threading.main_thread()
         member.proc = subprocess.Popen(
-            self.command(member, state),
+            die_with_parent(self.command(member, state)),
             stdin=subprocess.DEVNULL,
             stdout=member.log_file,
             stderr=subprocess.STDOUT,
             env=self.env(),
             cwd=str(self.base_dir),
-            preexec_fn=_set_pdeathsig if main_thread else None,  # noqa: PLW1509
         )
 
     def _bind_conflict(self) -> bool:

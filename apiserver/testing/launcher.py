@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from raftstore.launcher import _set_pdeathsig, free_ports
+from raftstore.launcher import die_with_parent, free_ports
 
 
 class ApiServerError(RuntimeError):
@@ -143,9 +143,8 @@ class ApiServerProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")  # noqa: SIM115 - the child keeps it
         self.proc = subprocess.Popen(
-            self.command(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            env=self.env or dict(os.environ), cwd=str(self.data_dir),
-            preexec_fn=_set_pdeathsig,  # noqa: PLW1509
+            die_with_parent(self.command()), stdin=subprocess.DEVNULL, stdout=log,
+            stderr=subprocess.STDOUT, env=self.env or dict(os.environ), cwd=str(self.data_dir),
         )
         log.close()
         self.wait_ready(timeout)
