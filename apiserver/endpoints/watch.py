@@ -166,7 +166,7 @@ class _Flusher:
         # loop the time it spent waiting for a core.
         start = time.thread_time()
         batch = self._round
-        if not batch and not self._round_channels:
+        if not batch:  # a new round
             batch, self._dirty = self._dirty, []
             channels, self._channels = self._channels, []
             for channel in channels:
@@ -290,7 +290,7 @@ class _Share:
     """The share of one loop's plain watches of one media type
     (``registry.interface.ItemShare``)."""
 
-    __slots__ = ("_flusher", "_media", "__weakref__")
+    __slots__ = ("_flusher", "_media")
 
     def __init__(self, flusher: _Flusher, media: str) -> None:
         self._flusher = flusher

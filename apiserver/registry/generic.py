@@ -14,7 +14,6 @@ import datetime as dt
 import logging
 import random
 import uuid
-import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
@@ -90,8 +89,8 @@ class GenericStore:
         self.storage = storage
         self.config = config or StoreConfig()
         self._last_decorated: tuple[Object, Object] | None = None
-        self._sink_shares: weakref.WeakKeyDictionary[ItemShare, _DecoratingShare] = (
-            weakref.WeakKeyDictionary())
+        # One per event loop and media type of the watches (see sink_share).
+        self._sink_shares: dict[ItemShare, _DecoratingShare] = {}
 
     # -- identity -----------------------------------------------------------------------------
 
@@ -431,7 +430,7 @@ class _DecoratingShare:
     """``storage.interface.SinkShare`` over an item share: the store's events reach the
     item sinks of one share decorated once per event (see ``_WatchStream.attach_sink``)."""
 
-    __slots__ = ("_store", "_inner", "__weakref__")
+    __slots__ = ("_store", "_inner")
 
     def __init__(self, store: GenericStore, inner: ItemShare) -> None:
         self._store = store
