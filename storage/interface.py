@@ -161,39 +161,6 @@ class DirectWatcher(Protocol):
     def attach_sink(self, sink: WatchSink) -> None: ...
 
 
-class SinkChannel(Protocol):
-    """One event delivered to many sinks at once (see ``SinkShare``). Members are added and
-    removed by the watch cache only; the channel itself may drop a member that cannot keep
-    up, and says so through the member's ``on_leave``."""
-
-    def publish(self, event: WatchEvent) -> bool:
-        """Deliver ``event`` to every member, once for all; False (nothing delivered) when
-        the event cannot be handed over this way: the caller then offers it to each member
-        on its own, after removing them all."""
-        ...
-
-    def join(self, sink: WatchSink, on_leave: Callable[[], None]) -> bool:
-        """From now on ``sink`` gets this channel's published events (in publish order,
-        after everything it was handed before); False when it cannot now."""
-        ...
-
-    def leave(self, sink: WatchSink) -> None:
-        """``sink`` is no member any more; what was published to it stays ahead of whatever
-        it is handed next. Does not call its ``on_leave``."""
-        ...
-
-
-@runtime_checkable
-class SinkShare(Protocol):
-    """Optional extra of a WatchSink, as its ``share`` attribute: sinks with the same share
-    (the same object) turn an event into the same output, so a watch cache may hand an
-    event to all of them at once through one ``SinkChannel`` of its members, instead of
-    once per sink. Only for watchers that see every event of their key unchanged (no
-    selector); a channel's members watch the same key."""
-
-    def channel(self) -> SinkChannel: ...
-
-
 # guaranteed_update's callback: (current object, or None when absent and ignore_not_found)
 # -> the new object. Raise StorageError or any API error to abort (it propagates unchanged).
 # Returning an object equal to the current one is a no-op: nothing is written and the

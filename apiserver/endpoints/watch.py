@@ -16,16 +16,6 @@ order; a paused (full) connection refuses direct events, which then queue in the
 watcher for the iterator, whose writes wait for the client (and a client that never reads
 is closed by the store as before).
 
-Watches of plain output (no Table, no partial metadata) share their frames: their sinks
-carry one ``share`` per loop and media type, and a watch cache hands each event once to a
-``_Channel`` of all such watches of one key (``storage.interface.SinkShare``) instead of
-once per watch. The channel keeps the event's chunk in a log; a flush round writes each
-member's pending bytes and its part of the log (joined once for all members at the same
-place), in that order. A member whose connection is paused or closing at its flush is
-written what it has, then dropped from the channel (the cache then offers it events one by
-one again, which it refuses while paused); one that leaves on the cache's side keeps its
-part of the log as pending bytes, ahead of anything it is handed after.
-
 aiohttp does not cancel a handler when its client disconnects, so one reaper per loop checks
 the transports of all watches once per ``_IDLE_CHECK`` seconds and stops the streams of those
 gone, and a timer stops the stream at ``timeoutSeconds``; either ends the handler's loop,
@@ -52,8 +42,6 @@ from apiserver.registry.interface import DirectWatchStream
 from apiserver.status import APIError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from aiohttp.base_protocol import BaseProtocol
 
     from apiserver.endpoints.response import Scope
@@ -129,26 +117,18 @@ class _Flusher:
     events arriving meanwhile cost hardly more written together than one alone (a TLS
     record and a send per connection either way). An idle server flushes at once."""
 
-    __slots__ = ("_loop", "_dirty", "_channels", "_round", "_round_channels", "_scheduled",
-                 "_not_before", "_spent")
+    __slots__ = ("_loop", "_dirty", "_round", "_scheduled", "_not_before", "_spent")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._dirty: list[_Direct] = []  # for the next round
-        self._channels: list[_Channel] = []  # with events published, for the next round
         self._round: list[_Direct] = []  # the rest of the current round, reversed
-        self._round_channels: list[_Channel] = []  # trimmed at the end of the round
         self._scheduled = False  # a round is under way or scheduled
         self._not_before = 0.0
         self._spent = 0.0  # CPU time of the current round so far
 
     def add(self, out: _Direct) -> None:
         self._dirty.append(out)
-        if not self._scheduled:
-            self._schedule()
-
-    def add_channel(self, channel: _Channel) -> None:
-        self._channels.append(channel)
         if not self._scheduled:
             self._schedule()
 
@@ -166,12 +146,8 @@ class _Flusher:
         # loop the time it spent waiting for a core.
         start = time.thread_time()
         batch = self._round
-        if not batch:  # a new round
+        if not batch:
             batch, self._dirty = self._dirty, []
-            channels, self._channels = self._channels, []
-            for channel in channels:
-                batch.extend(channel.start_round())
-            self._round_channels = channels
             batch.reverse()
         for _ in range(min(len(batch), _SLICE)):
             out = batch.pop()
@@ -180,10 +156,6 @@ class _Flusher:
             except Exception:  # one broken connection never holds up the others
                 log.exception("watch: direct write failed")
         self._round = batch
-        if not batch:
-            for channel in self._round_channels:
-                channel.trim()
-            self._round_channels = []
         self._spent += time.thread_time() - start
         if batch:  # the rest of this round, after whatever else is ready
             self._loop.call_soon(self._flush)
@@ -191,113 +163,8 @@ class _Flusher:
         self._not_before = self._loop.time() + self._spent * _PACE
         self._spent = 0.0
         self._scheduled = False
-        if self._dirty or self._channels:
+        if self._dirty:
             self._schedule()
-
-
-class _Channel:
-    """The watches of one key with one share (see the module doc): ``publish`` appends an
-    event's chunk to the log once for all members; each member's ``pos`` is the log index
-    (counted from the channel's start) of the first chunk it has not been written."""
-
-    __slots__ = ("_flusher", "_media", "_members", "_log", "_base", "_dirty", "_joined")
-
-    def __init__(self, flusher: _Flusher, media: str) -> None:
-        self._flusher = flusher
-        self._media = media
-        self._members: dict[_Direct, None] = {}
-        self._log: list[bytes] = []
-        self._base = 0  # the index of _log[0]
-        self._dirty = False  # given to the flusher for its next round
-        self._joined: tuple[int, bytes] = (-1, b"")  # the last part joined: (pos, bytes)
-
-    @property
-    def end(self) -> int:
-        return self._base + len(self._log)
-
-    # -- storage.interface.SinkChannel, for item sinks (registry.interface.ItemChannel) -----
-
-    def publish(self, type_: str, obj: Object) -> bool:
-        try:
-            last = _plain(type_, obj, self._media)
-            if not last.chunk:
-                last.chunk = _chunk(last.data)
-        except Exception:  # each member's iterator meets (and reports) the failure
-            return False
-        self._log.append(last.chunk)
-        self._joined = (-1, b"")
-        if not self._dirty:
-            self._dirty = True
-            self._flusher.add_channel(self)
-        return True
-
-    def join(self, sink: object, on_leave: Callable[[], None]) -> bool:
-        if not isinstance(sink, _Direct) or sink.channel is not None or not sink.takes():
-            return False
-        sink.channel = self
-        sink.pos = self.end
-        sink.on_leave = on_leave
-        self._members[sink] = None
-        return True
-
-    def leave(self, sink: object) -> None:
-        if isinstance(sink, _Direct) and sink.channel is self:
-            part = self.part(sink)
-            self._remove(sink)
-            if part:
-                sink.append(part)
-
-    # -- the flusher's side -------------------------------------------------------------------
-
-    def start_round(self) -> list[_Direct]:
-        self._dirty = False
-        return list(self._members)
-
-    def part(self, member: _Direct) -> bytes:
-        """What ``member`` has not been written yet (and is now taken as written)."""
-        pos = member.pos
-        end = self.end
-        if pos >= end:
-            return b""
-        member.pos = end
-        joined = self._joined
-        if joined[0] != pos:  # members at the same place share one join
-            joined = self._joined = (pos, b"".join(self._log[pos - self._base:]))
-        return joined[1]
-
-    def drop(self, member: _Direct) -> None:
-        """The channel's own leaving (a member that cannot take more now)."""
-        on_leave = member.on_leave
-        self._remove(member)
-        if on_leave is not None:
-            on_leave()
-
-    def _remove(self, member: _Direct) -> None:
-        self._members.pop(member, None)
-        member.channel = None
-        member.on_leave = None
-
-    def trim(self) -> None:
-        """Forget the chunks every member has been written."""
-        low = min((m.pos for m in self._members), default=self.end)
-        if low > self._base:
-            del self._log[:low - self._base]
-            self._base = low
-            self._joined = (-1, b"")
-
-
-class _Share:
-    """The share of one loop's plain watches of one media type
-    (``registry.interface.ItemShare``)."""
-
-    __slots__ = ("_flusher", "_media")
-
-    def __init__(self, flusher: _Flusher, media: str) -> None:
-        self._flusher = flusher
-        self._media = media
-
-    def channel(self) -> _Channel:
-        return _Channel(self._flusher, self._media)
 
 
 class _Reaper:
@@ -332,18 +199,11 @@ class _Reaper:
 
 
 class _PerLoop:
-    __slots__ = ("flusher", "reaper", "shares")
+    __slots__ = ("flusher", "reaper")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.flusher = _Flusher(loop)
         self.reaper = _Reaper(loop)
-        self.shares: dict[str, _Share] = {}
-
-    def share(self, media: str) -> _Share:
-        share = self.shares.get(media)
-        if share is None:
-            share = self.shares[media] = _Share(self.flusher, media)
-        return share
 
 
 _PER_LOOP: Final[weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _PerLoop]] = (
@@ -362,32 +222,19 @@ class _Direct:
     both ways share."""
 
     __slots__ = ("_scope", "_media", "_transport", "_protocol", "_flusher", "_pending",
-                 "_open", "first", "share", "channel", "pos", "on_leave")
+                 "_open", "first")
 
     def __init__(self, scope: Scope, transport: asyncio.Transport, protocol: BaseProtocol,
-                 shared: _PerLoop) -> None:
+                 flusher: _Flusher) -> None:
         self._scope = scope
         # Plain output: the frame of an event is the same for every such watcher.
         self._media = None if scope.output.convert else scope.output.media_type
         self._transport = transport
         self._protocol = protocol
-        self._flusher = shared.flusher
+        self._flusher = flusher
         self._pending = b""  # chunks to write; a few at most (see _Flusher)
         self._open = True
         self.first = True
-        # Shared frames (see the module doc): the share of plain watches, the channel this
-        # watch is a member of and its place in the channel's log.
-        self.share = shared.share(self._media) if self._media is not None else None
-        self.channel: _Channel | None = None
-        self.pos = 0
-        self.on_leave: Callable[[], None] | None = None
-
-    def takes(self) -> bool:
-        return (self._open and not self._protocol.writing_paused
-                and not self._transport.is_closing())
-
-    def __call__(self, type_: str, obj: Object) -> bool:
-        return self.push(type_, obj)
 
     def push(self, type_: str, obj: Object) -> bool:
         """The store's sink: take one event, or refuse it (closed, client gone or not
@@ -404,15 +251,12 @@ class _Direct:
             chunk = encoded
         if type_ in _OBJECT_EVENTS:
             self.first = False
-        self.append(chunk)
-        return True
-
-    def append(self, data: bytes) -> None:
         if self._pending:
-            self._pending += data
+            self._pending += chunk
         else:
-            self._pending = data
+            self._pending = chunk
             self._flusher.add(self)
+        return True
 
     def _encode(self, type_: str, obj: Object) -> bytes | None:
         try:
@@ -426,16 +270,8 @@ class _Direct:
             return None
 
     def flush(self) -> None:
-        """Write what is pending, then this watch's part of its channel's log (before
-        anything else is written to this response)."""
+        """Write what is pending (before anything else is written to this response)."""
         pending = self._pending
-        channel = self.channel
-        if channel is not None:
-            part = channel.part(self)
-            if part:
-                pending = pending + part if pending else part
-            if not self.takes():
-                channel.drop(self)  # written what it had; the cache offers one by one
         if pending:
             self._pending = b""
             if not self._transport.is_closing():
@@ -476,10 +312,10 @@ async def handle(scope: Scope) -> web.StreamResponse:
         await resp.prepare(request)
         transport = request.transport
         if transport is not None:
-            out = _Direct(scope, transport, request.protocol, shared)
+            out = _Direct(scope, transport, request.protocol, shared.flusher)
             if isinstance(stream, DirectWatchStream):
                 # after prepare: the headers are written, direct frames may follow
-                stream.attach_sink(out)
+                stream.attach_sink(out.push)
         first = True
         try:
             async for item in stream:

@@ -28,8 +28,6 @@ from apiserver.registry.interface import (
     Context,
     DeleteOptions,
     GetOptions,
-    ItemChannel,
-    ItemShare,
     ItemSink,
     ListOptions,
     Object,
@@ -89,8 +87,6 @@ class GenericStore:
         self.storage = storage
         self.config = config or StoreConfig()
         self._last_decorated: tuple[Object, Object] | None = None
-        # One per event loop and media type of the watches (see sink_share).
-        self._sink_shares: dict[ItemShare, _DecoratingShare] = {}
 
     # -- identity -----------------------------------------------------------------------------
 
@@ -149,13 +145,6 @@ class GenericStore:
         out = self.decorate(obj)
         self._last_decorated = (obj, out)
         return out
-
-    def sink_share(self, inner: ItemShare) -> _DecoratingShare:
-        """The one storage-level share of this store for the item sinks of ``inner``."""
-        share = self._sink_shares.get(inner)
-        if share is None:
-            share = self._sink_shares[inner] = _DecoratingShare(self, inner)
-        return share
 
     def storage_error(self, err: StorageError, name: str = "") -> status.APIError:
         return status.from_storage_error(err, resource=self.resource, group=self.group,
@@ -426,49 +415,6 @@ def generate_name_conflict(resource: str, group: str, name: str) -> status.APIEr
                            "a unique name for the object", details=details)
 
 
-class _DecoratingShare:
-    """``storage.interface.SinkShare`` over an item share: the store's events reach the
-    item sinks of one share decorated once per event (see ``_WatchStream.attach_sink``)."""
-
-    __slots__ = ("_store", "_inner")
-
-    def __init__(self, store: GenericStore, inner: ItemShare) -> None:
-        self._store = store
-        self._inner = inner
-
-    def channel(self) -> _DecoratingChannel:
-        return _DecoratingChannel(self._store, self._inner.channel())
-
-
-class _DecoratingChannel:
-    __slots__ = ("_decorated", "_inner")
-
-    def __init__(self, store: GenericStore, inner: ItemChannel) -> None:
-        self._decorated = store.decorated_shared
-        self._inner = inner
-
-    def publish(self, event: si.WatchEvent) -> bool:
-        if event.type not in _OBJECT_EVENT_TYPES:
-            return False
-        try:
-            obj = self._decorated(event.object)
-        except Exception:  # each member's iterator meets (and reports) the failure
-            return False
-        return self._inner.publish(event.type, obj)
-
-    def join(self, sink: si.WatchSink, on_leave: Callable[[], None]) -> bool:
-        item_sink = getattr(sink, "item_sink", None)
-        return item_sink is not None and self._inner.join(item_sink, on_leave)
-
-    def leave(self, sink: si.WatchSink) -> None:
-        item_sink = getattr(sink, "item_sink", None)
-        if item_sink is not None:
-            self._inner.leave(item_sink)
-
-
-_OBJECT_EVENT_TYPES: Final = frozenset(("ADDED", "MODIFIED", "DELETED"))
-
-
 class _WatchStream:
     """Storage events -> WatchItems with kind/apiVersion; ends at the timeout."""
 
@@ -509,10 +455,6 @@ class _WatchStream:
                 return False
             return sink(ev.type, obj)
 
-        share = getattr(sink, "share", None)
-        if isinstance(share, ItemShare):
-            to_sink.share = self._store.sink_share(share)  # type: ignore[attr-defined]
-            to_sink.item_sink = sink  # type: ignore[attr-defined]
         watcher.attach_sink(to_sink)
         return True
 

@@ -110,26 +110,6 @@ class WatchStream(Protocol):
 ItemSink = Callable[[str, Object], bool]
 
 
-class ItemChannel(Protocol):
-    """``storage.interface.SinkChannel`` for item sinks: ``publish(type, object)`` hands one
-    item to every member at once."""
-
-    def publish(self, type_: str, obj: Object) -> bool: ...
-
-    def join(self, sink: ItemSink, on_leave: Callable[[], None]) -> bool: ...
-
-    def leave(self, sink: ItemSink) -> None: ...
-
-
-@runtime_checkable
-class ItemShare(Protocol):
-    """Optional extra of an ItemSink, as its ``share`` attribute (see
-    ``storage.interface.SinkShare``): item sinks with the same share write the same output
-    for an item."""
-
-    def channel(self) -> ItemChannel: ...
-
-
 @runtime_checkable
 class DirectWatchStream(WatchStream, Protocol):
     """Optional extra of a WatchStream: ``attach_sink`` asks for items to be handed to

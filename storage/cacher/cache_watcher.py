@@ -23,17 +23,6 @@ event saves a thousand task switches. Worked example, events 5..8 with a sink at
 
 So the sink never sees an event before one that is still queued, and a client that stops
 reading ends up, as without a sink, with a full queue and a closed watcher.
-
-Shared delivery (``Fanout``, ``storage.interface.SinkShare``): a watcher without a selector
-whose sink has a ``share`` joins its bucket's fan-out for that share once an event went to
-its sink directly; from then on the dispatcher publishes each event once to the fan-out's
-channel for all its members instead of offering it to each (at a thousand watchers of one
-key that was most of the dispatcher's time). A member leaves, with what was published to it
-kept ahead of anything after, before it is handed anything on its own (a bookmark), when it
-closes or stops, when its channel drops it (a client not keeping up), and when a publish
-fails (every member leaves; the event is then offered to each as before). A left watcher
-takes the revision of the last event published to it, and rejoins after its next direct
-event.
 """
 
 from __future__ import annotations
@@ -46,7 +35,7 @@ from typing import Final
 
 from storage.cacher.watch_cache import CacheEvent
 from storage.errors import StorageError
-from storage.interface import Object, Predicate, SinkChannel, SinkShare, WatchEvent, WatchSink
+from storage.interface import Object, Predicate, WatchEvent, WatchSink
 
 log = logging.getLogger(__name__)
 
@@ -95,61 +84,13 @@ def convert(event: CacheEvent, predicate: Predicate) -> WatchEvent | None:
     return None
 
 
-class Fanout:
-    """The members of one bucket whose sinks have one share, and the channel that delivers
-    to all of them at once (see the module doc). ``published`` is the last event published:
-    the dispatcher meets each member of a bucket and publishes once per event."""
-
-    __slots__ = ("channel", "members", "published", "last_rv", "_on_empty")
-
-    def __init__(self, channel: SinkChannel, on_empty: Callable[[Fanout], None]) -> None:
-        self.channel = channel
-        self.members: dict[CacheWatcher, None] = {}
-        self.published: CacheEvent | None = None
-        self.last_rv = 0
-        self._on_empty = on_empty
-
-    def publish(self, event: CacheEvent) -> bool:
-        """Deliver ``event`` to every member; False when the channel could not, after which
-        no watcher is a member any more (the caller offers the event to each)."""
-        self.published = event
-        if self.channel.publish(event.shared):
-            self.last_rv = event.rv
-            return True
-        for w in list(self.members):
-            self.remove(w)
-        return False
-
-    def add(self, w: CacheWatcher) -> None:
-        if w.fanout is None and self.channel.join(w.sink, lambda: self._left(w)):
-            w.fanout = self
-            self.members[w] = None
-
-    def remove(self, w: CacheWatcher) -> None:
-        """The watcher's side of leaving (see ``SinkChannel.leave``)."""
-        if w.fanout is self:
-            self.channel.leave(w.sink)
-            self._left(w)
-
-    def _left(self, w: CacheWatcher) -> None:
-        if w.fanout is not self:
-            return
-        w.fanout = None
-        if self.last_rv > w.last_rv:
-            w.last_rv = self.last_rv
-        self.members.pop(w, None)
-        if not self.members:
-            self._on_empty(self)
-
-
 class CacheWatcher:
     """Implements ``storage.interface.Watcher`` and ``DirectWatcher``."""
 
     __slots__ = (
         "key", "recursive", "predicate", "allow_bookmarks", "capacity", "last_rv",
         "next_bookmark", "_initial_objects", "_initial_events", "_end_bookmark", "_queue",
-        "_waiter", "_closed", "_stopped", "_on_stop", "sink", "_direct", "share", "fanout",
-        "wants_fanout", "__weakref__",
+        "_waiter", "_closed", "_stopped", "_on_stop", "_sink", "_direct", "__weakref__",
     )
 
     def __init__(
@@ -188,28 +129,14 @@ class CacheWatcher:
         self._closed = False  # no more input; deliver what is queued, then end
         self._stopped = False  # end now
         self._on_stop = on_stop
-        self.sink: WatchSink = _no_sink
+        self._sink: WatchSink = _no_sink
         # True while the consumer is idle (waiting, nothing queued) and the sink takes
         # events; only __anext__ turns it on, only a refusal (or stop) turns it off.
         self._direct = False
-        # Shared delivery (see the module doc): the sink's share (None: never), the
-        # fan-out this watcher is a member of, and whether the dispatcher should add it to
-        # one (its last event went to its sink directly).
-        self.share: SinkShare | None = None
-        self.fanout: Fanout | None = None
-        self.wants_fanout = False
 
     def attach_sink(self, sink: WatchSink) -> None:
         """Hand events to ``sink`` whenever the consumer is idle (see the module doc)."""
-        self.sink = sink
-        share = getattr(sink, "share", None)
-        if self.predicate.everything and isinstance(share, SinkShare):
-            self.share = share
-
-    def leave_fanout(self) -> None:
-        fanout = self.fanout
-        if fanout is not None:
-            fanout.remove(self)
+        self._sink = sink
 
     # -- dispatcher side (synchronous, never blocks) ----------------------------------------
 
@@ -231,15 +158,11 @@ class CacheWatcher:
             if converted is None:
                 return True
             out = converted
-        if self.fanout is not None:  # not from the dispatcher, which publishes instead
-            self.leave_fanout()
         if self._direct:
-            if self.sink(out):
+            if self._sink(out):
                 self.last_rv = event.rv
-                self.wants_fanout = self.share is not None
                 return True
             self._direct = False
-        self.wants_fanout = False
         if len(self._queue) >= self.capacity:
             self.close()
             return False
@@ -249,14 +172,12 @@ class CacheWatcher:
         return True
 
     def offer_bookmark(self, rv: int) -> None:
-        self.leave_fanout()  # its last_rv is then that of the last event published to it
         if self._closed or rv <= self.last_rv:
             return
         self.last_rv = rv
         ev = bookmark_event(rv)
-        self.wants_fanout = False
         if self._direct:
-            if self.sink(ev):
+            if self._sink(ev):
                 return
             self._direct = False
         if len(self._queue) < self.capacity:
@@ -265,8 +186,6 @@ class CacheWatcher:
 
     def close(self) -> None:
         """No more input: the iterator ends after the queued events."""
-        self.leave_fanout()
-        self.wants_fanout = False
         if not self._closed:
             self._closed = True
             self._wake()
@@ -287,7 +206,6 @@ class CacheWatcher:
     # -- consumer side -----------------------------------------------------------------------
 
     def stop(self) -> None:
-        self.leave_fanout()
         self._stopped = True
         self._direct = False
         self._queue.clear()
@@ -316,7 +234,7 @@ class CacheWatcher:
                 raise StopAsyncIteration
             # Idle: everything returned so far has been handled by the consumer (it asked
             # for the next one), so the sink may take the next events in order.
-            if self.sink is not _no_sink:
+            if self._sink is not _no_sink:
                 self._direct = True
             waiter = asyncio.get_running_loop().create_future()
             self._waiter = waiter

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from storage import continuetoken
-from storage.cacher.cache_watcher import CacheWatcher, ErrorWatcher, Fanout
+from storage.cacher.cache_watcher import CacheWatcher, ErrorWatcher
 from storage.cacher.freshness import WAIT_TIMEOUT, Freshness
 from storage.cacher.watch_cache import (
     CacheEvent,
@@ -150,8 +150,6 @@ class Cacher:
         # key. An event visits only the buckets that are prefixes of its key.
         self._watchers: dict[str, dict[CacheWatcher, None]] = {}
         self._bookmarkers: dict[CacheWatcher, None] = {}
-        # Shared delivery: one fan-out per bucket and sink share (see cache_watcher).
-        self._fanouts: dict[tuple[str, object], Fanout] = {}
         self._ready = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._backend_watch: Watcher | None = None
@@ -319,50 +317,15 @@ class Cacher:
             pos = key.find("/", pos + 1)
             if pos < 0 or pos == len(key) - 1:
                 break
-        joining: list[CacheWatcher] | None = None
         for bucket_key in candidates:
             watchers = buckets.get(bucket_key)
             if not watchers:
                 continue
             for w in list(watchers):
-                fanout = w.fanout
-                if fanout is not None:
-                    if fanout.published is event or fanout.publish(event):
-                        continue
-                    # the channel could not: every member left it, each is offered the event
                 if not w.offer(event):
                     self._m_terminated.inc()
                     log.info("cacher %s: closed a slow watcher of %s at %d", self._resource,
                              w.key, w.last_rv)
-                elif w.wants_fanout:
-                    if joining is None:
-                        joining = []
-                    joining.append(w)
-        if joining is not None:
-            # After the event went everywhere: a joiner already has it (from its sink), and
-            # the fan-outs' later publishes are all after it.
-            for w in joining:
-                self._join_fanout(w)
-
-    def _join_fanout(self, w: CacheWatcher) -> None:
-        w.wants_fanout = False
-        share = w.share
-        if share is None or w.closed:
-            return
-        fkey = (w.key, share)
-        fanout = self._fanouts.get(fkey)
-        if fanout is None:
-            def on_empty(f: Fanout) -> None:
-                self._drop_fanout(fkey, f)
-
-            fanout = self._fanouts[fkey] = Fanout(share.channel(), on_empty)
-        fanout.add(w)
-        if not fanout.members:
-            self._drop_fanout(fkey, fanout)
-
-    def _drop_fanout(self, fkey: tuple[str, object], fanout: Fanout) -> None:
-        if self._fanouts.get(fkey) is fanout:
-            del self._fanouts[fkey]
 
     def _register(self, w: CacheWatcher) -> None:
         self._watchers.setdefault(w.key, {})[w] = None

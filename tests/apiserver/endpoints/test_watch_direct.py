@@ -78,11 +78,9 @@ async def small(tmp_path: Any) -> AsyncIterator[App]:
 
 @pytest.fixture
 def pushes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The types of the events the direct way took (one by one, or once for all the
-    members of a channel)."""
+    """The types of the events the direct way took."""
     taken: list[str] = []
     push = watch_endpoint._Direct.push
-    publish = watch_endpoint._Channel.publish
 
     def counting(self: Any, type_: str, obj: Any) -> bool:
         ok = push(self, type_, obj)
@@ -90,14 +88,7 @@ def pushes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
             taken.append(type_)
         return ok
 
-    def counting_publish(self: Any, type_: str, obj: Any) -> bool:
-        ok = publish(self, type_, obj)
-        if ok:
-            taken.append(type_)
-        return ok
-
     monkeypatch.setattr(watch_endpoint._Direct, "push", counting)
-    monkeypatch.setattr(watch_endpoint._Channel, "publish", counting_publish)
     return taken
 
 
