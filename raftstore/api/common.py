@@ -13,7 +13,13 @@ import grpc
 
 from raftstore import metrics
 from raftstore.consensus import ConsensusError
-from raftstore.errors import MAX_REQUEST_BYTES, REQUEST_TOO_LARGE, EtcdError, to_etcd_error
+from raftstore.errors import (
+    MAX_REQUEST_BYTES,
+    REQUEST_TOO_LARGE,
+    ErrorSpec,
+    EtcdError,
+    to_etcd_error,
+)
 
 if TYPE_CHECKING:
     from raftstore.api.pb import rpc_pb2 as pb
@@ -103,27 +109,34 @@ def unary(
         fn: Callable[[S, Req, grpc.aio.ServicerContext], Awaitable[Resp]],
     ) -> Callable[[S, Req, grpc.aio.ServicerContext], Awaitable[Resp]]:
         method = fn.__name__
-        latency = metrics.GRPC_LATENCY.labels(f"etcdserverpb.{service}", method)
+        label = f"etcdserverpb.{service}"
+        latency = metrics.GRPC_LATENCY.labels(label, method)
 
         @functools.wraps(fn)
         async def wrapper(self: S, request: Req, context: grpc.aio.ServicerContext) -> Resp:
             start = time.perf_counter()
-            code = grpc.StatusCode.OK
+            code: grpc.StatusCode | None = grpc.StatusCode.OK
             try:
                 return await fn(self, request, context)
             except grpc.aio.AbortError:
                 code = _context_code(context)
                 raise
             except Exception as exc:  # noqa: BLE001 - translated right here
-                code, message = _status(exc)
-                await context.abort(code, message)
+                # Counted before the status leaves: a client that sees the error may read the
+                # metrics before this coroutine resumes after ``abort``.
+                status, message = _status(exc)
+                _record(label, method, status)
+                latency.observe(time.perf_counter() - start)
+                code = None
+                await context.abort(status, message)
                 raise  # unreachable: abort raises
             except BaseException:
                 code = grpc.StatusCode.CANCELLED
                 raise
             finally:
-                _record(f"etcdserverpb.{service}", method, code)
-                latency.observe(time.perf_counter() - start)
+                if code is not None:
+                    _record(label, method, code)
+                    latency.observe(time.perf_counter() - start)
 
         return wrapper
 
@@ -147,7 +160,7 @@ def streaming(
         async def wrapper(
             self: S, request: Any, context: grpc.aio.ServicerContext
         ) -> AsyncIterator[Resp]:
-            code = grpc.StatusCode.OK
+            code: grpc.StatusCode | None = grpc.StatusCode.OK
             try:
                 async for resp in fn(self, request, context):
                     yield resp
@@ -155,13 +168,16 @@ def streaming(
                 code = _context_code(context)
                 raise
             except Exception as exc:  # noqa: BLE001
-                code, message = _status(exc)
-                await context.abort(code, message)
+                status, message = _status(exc)
+                _record(f"etcdserverpb.{service}", method, status)  # before it leaves, as above
+                code = None
+                await context.abort(status, message)
             except BaseException:
                 code = grpc.StatusCode.CANCELLED
                 raise
             finally:
-                _record(f"etcdserverpb.{service}", method, code)
+                if code is not None:
+                    _record(f"etcdserverpb.{service}", method, code)
 
         return wrapper
 
@@ -179,7 +195,8 @@ def _context_code(context: grpc.aio.ServicerContext) -> grpc.StatusCode:
 
 
 async def unimplemented(context: grpc.aio.ServicerContext, method: str) -> Any:
-    """For RPCs declared in etcd's proto that raftstore does not serve."""
-    await context.abort(
-        grpc.StatusCode.UNIMPLEMENTED, f"raftstore: {method} is not implemented"
+    """For RPCs declared in etcd's proto that raftstore does not serve. Raised rather than
+    aborted here, so that the wrapper counts it before the status leaves."""
+    raise EtcdError(
+        ErrorSpec(grpc.StatusCode.UNIMPLEMENTED, f"raftstore: {method} is not implemented")
     )

@@ -114,3 +114,9 @@ async def test_metrics_count_rpcs(server: Server) -> None:
     with pytest.raises(grpc.aio.AioRpcError):
         await server.kv.Range(pb.RangeRequest())
     assert handled("OK") == ok + 1 and handled("INVALID_ARGUMENT") == bad + 1
+    labels = {"grpc_service": "etcdserverpb.Maintenance", "grpc_method": "Defragment",
+              "grpc_code": "UNIMPLEMENTED"}
+    before = metrics.REGISTRY.get_sample_value("grpc_server_handled_total", labels) or 0.0
+    with pytest.raises(grpc.aio.AioRpcError):
+        await server.maintenance.Defragment(pb.DefragmentRequest())
+    assert metrics.REGISTRY.get_sample_value("grpc_server_handled_total", labels) == before + 1
