@@ -558,19 +558,14 @@ class Cacher:
         rv_s = opts.resource_version
         sie = opts.send_initial_events
         if rv_s == "":
-            if sie is None:
-                # Legacy: the current state then changes. Try to be consistent; a cache that
-                # cannot catch up in time still serves its state (upstream serves rv 0 here).
-                await self._fresh.wait_fresh()
-                return self._start(key, opts, snapshot=True, start_rv=cache.rv)
-            fresh = await self._fresh.wait_fresh()
-            if sie:
-                # A consistent snapshot is owed; the backend gives one if we cannot.
-                if not fresh:
-                    return await self._backend.watch(key, opts)
-                return self._start(key, opts, snapshot=True, start_rv=cache.rv)
-            # "From now": the cache's revision is at most a moment behind the store's.
-            return self._start(key, opts, snapshot=False, start_rv=cache.rv)
+            # The current state (legacy, or sendInitialEvents=true) or "from now"
+            # (sendInitialEvents=false) are owed as of a revision read after the request
+            # came: a cache behind it would show writes the client has seen acknowledged as
+            # new (or miss them from the state), so a cache that cannot catch up in time
+            # hands the watch to the store, which is where upstream serves these.
+            if not await self._fresh.wait_fresh():
+                return await self._backend.watch(key, opts)
+            return self._start(key, opts, snapshot=sie is not False, start_rv=cache.rv)
         requested = parse_rv(rv_s)
         if requested == 0:
             # sendInitialEvents=false with "0": from now, without the current state.

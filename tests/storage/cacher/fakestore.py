@@ -36,6 +36,7 @@ class FakeWatch:
         self.bookmarks = bookmarks
         self.queue: asyncio.Queue[WatchEvent | None] = asyncio.Queue()
         self.stopped = False
+        self.start = store.rev  # set by FakeStore.watch; events at or below it are not sent
 
     def stop(self) -> None:
         if not self.stopped:
@@ -56,6 +57,8 @@ class FakeWatch:
 class ProgressWatch(FakeWatch):
     async def request_progress(self) -> None:
         self.store.progress_requests += 1
+        if self.store.held is not None:
+            return
         self.queue.put_nowait(
             WatchEvent(type="BOOKMARK", object={"metadata": {"resourceVersion": str(self.store.rev)}})
         )
@@ -75,12 +78,29 @@ class FakeStore:
         self.get_calls = 0
         self.revision_calls = 0
         self.fail_lists = 0
+        # while a list: watch events (and progress answers) wait here, as from a slow store
+        self.held: list[tuple[int, str, str, Object]] | None = None
 
     # -- helpers --
     def _emit(self, type_: str, key: str, obj: Object) -> None:
         self.history.append((self.rev, type_, key, obj))
+        if self.held is not None:
+            self.held.append((self.rev, type_, key, obj))
+            return
+        self._deliver(self.rev, type_, key, obj)
+
+    def hold(self) -> None:
+        """Stop delivering to watches (a store whose watch stream lags)."""
+        self.held = []
+
+    def release(self) -> None:
+        held, self.held = self.held or [], None
+        for rev, type_, key, obj in held:
+            self._deliver(rev, type_, key, obj)
+
+    def _deliver(self, rev: int, type_: str, key: str, obj: Object) -> None:
         for w in list(self.watches):
-            if key.startswith(w.prefix):
+            if key.startswith(w.prefix) and rev > w.start:
                 w.queue.put_nowait(WatchEvent(type=type_, object=obj))  # type: ignore[arg-type]
 
     def bump_other(self) -> None:
@@ -205,6 +225,7 @@ class FakeStore:
         start = int(opts.resource_version or self.rev)
         cls = ProgressWatch if self.progress else FakeWatch
         w = cls(self, prefix, opts.allow_watch_bookmarks)
+        w.start = start
         if start < self.compacted:
             w.queue.put_nowait(
                 WatchEvent(type="ERROR", object={}, error=StorageError(Code.RESOURCE_EXPIRED, "too old"))

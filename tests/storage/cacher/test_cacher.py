@@ -265,6 +265,25 @@ async def test_watch_rv_zero_and_unset_then_changes(store: FakeStore, cacher: Ca
         await nxt(w)
 
 
+async def test_watch_from_now_behind_a_lagging_cache_goes_to_the_store(store: FakeStore) -> None:
+    """sendInitialEvents=false with rv "" watches from a revision read after the request: a
+    cache that cannot catch up must not show an acknowledged write as a new event."""
+    c = Cacher(store, PREFIX, resource="configmaps", wait_timeout=0.2)
+    await c.start()
+    assert await c.wait_ready(5)
+    try:
+        store.hold()
+        await store.create(key("a", "seen"), cm("a", "seen"))
+        w = await c.watch(PREFIX, ListOptions(resource_version="", send_initial_events=False))
+        store.release()
+        await store.create(key("a", "new"), cm("a", "new"))
+        ev = await nxt(w)
+        assert (ev.type, ev.object["metadata"]["name"]) == ("ADDED", "new")
+        w.stop()
+    finally:
+        await c.close()
+
+
 async def test_watch_resume_within_window_and_410_below(store: FakeStore) -> None:
     c = Cacher(store, PREFIX, resource="configmaps", max_events=5)
     await c.start()
