@@ -31,3 +31,23 @@ def test_corrupt_frame_is_refused() -> None:
     framed[9] ^= 0xFF
     with pytest.raises(zlib.error):
         zlib.decompress(bytes(framed))
+
+
+def test_peer_messages_pickle_bytes_as_bytes() -> None:
+    """Peer messages go out as pickle protocol 5 (bytes as they are, not protocol 2's
+    latin-1 round trip), and pysyncobj's reader reads both protocols."""
+    import pickle
+    import pickletools
+
+    import pysyncobj.pickle as pso_pickle
+    import pysyncobj.tcp_connection as tcp
+
+    command = os.urandom(1300)
+    message = {"type": "append_entries", "term": 3, "entries": [(command, 7, 3)]}
+    wire = tcp.pickle.dumps(message)
+    assert wire[:2] == b"\x80\x05"
+    ops = {op.name for op, _, _ in pickletools.genops(wire)}
+    assert "SHORT_BINBYTES" in ops or "BINBYTES" in ops
+    assert "GLOBAL" not in ops and "STACK_GLOBAL" not in ops  # no codecs.encode call
+    assert tcp.pickle.loads(wire) == message
+    assert pso_pickle.loads(pickle.dumps(message, 2)) == message  # an older member's message
