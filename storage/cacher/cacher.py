@@ -561,8 +561,10 @@ class Cacher:
             # The current state (legacy, or sendInitialEvents=true) or "from now"
             # (sendInitialEvents=false) are owed as of a revision read after the request
             # came: a cache behind it would show writes the client has seen acknowledged as
-            # new (or miss them from the state), so a cache that cannot catch up in time
-            # hands the watch to the store, which is where upstream serves these.
+            # new (or miss them from the state). Upstream v1.33 reads the store's revision,
+            # waits for its cache and fails the watch if the cache does not get there (a
+            # legacy watch with bookmarks it serves from whatever its cache holds); here the
+            # store serves the same watch instead.
             if not await self._fresh.wait_fresh():
                 return await self._backend.watch(key, opts)
             return self._start(key, opts, snapshot=sie is not False, start_rv=cache.rv)
