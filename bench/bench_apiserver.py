@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,22 +98,46 @@ def cpu_seconds(pids: list[int], children: bool = False) -> float:
     return total / tick
 
 
+def store_ranges(metrics_urls: list[str]) -> float:
+    """Range calls the store members have answered so far (``grpc_server_handled_total``, which
+    raftstore and etcd both export); NaN when a member cannot be read."""
+    total = 0.0
+    for url in metrics_urls:
+        try:
+            with urllib.request.urlopen(f"{url}/metrics", timeout=5) as resp:
+                text = resp.read().decode()
+        except OSError:
+            return float("nan")
+        for line in text.splitlines():
+            if line.startswith("grpc_server_handled_total{") and 'grpc_method="Range"' in line:
+                total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
 class CpuMeter:
     """CPU seconds of the API servers, the store members and the load generator (this
-    process and its watch clients) over a phase."""
+    process and its watch clients) over a phase, and the store's Range calls."""
 
-    def __init__(self, servers: list[int], store: list[int]) -> None:
+    def __init__(self, servers: list[int], store: list[int],
+                 store_metrics: list[str] | None = None) -> None:
         self.groups = {"servers": servers, "store": store, "client": [os.getpid()]}
+        self.store_metrics = store_metrics or []
         self._start: dict[str, float] = {}
+        self._ranges = 0.0
 
     def start(self) -> None:
         self._start = {k: cpu_seconds(v, k == "client") for k, v in self.groups.items()}
+        self._ranges = store_ranges(self.store_metrics) if self.store_metrics else 0.0
 
     def stop(self, ops: int) -> dict[str, float]:
-        """CPU ms per operation of each group since start()."""
-        return {f"{k}_ms_per_op":
-                round((cpu_seconds(v, k == "client") - self._start[k]) * 1000 / max(ops, 1), 3)
-                for k, v in self.groups.items()}
+        """CPU ms per operation of each group since start(), and store ranges per operation."""
+        out = {f"{k}_ms_per_op":
+               round((cpu_seconds(v, k == "client") - self._start[k]) * 1000 / max(ops, 1), 3)
+               for k, v in self.groups.items()}
+        if self.store_metrics:
+            out["store_ranges_per_op"] = round(
+                (store_ranges(self.store_metrics) - self._ranges) / max(ops, 1), 3)
+        return out
 
 
 def configmap(name: str, stamp: float = 0.0) -> dict[str, Any]:
@@ -237,7 +262,7 @@ async def api_phases(urls: list[str], ctx: ssl.SSLContext, kubeconfig: str, plan
             out["watch"] = await watch_latency(http, urls, kubeconfig, plan, log)
             cpu = meter.stop(out["watch"]["writes"] * out["watch"]["watchers"])
             out["watch"]["cpu_us_per_frame"] = {k.replace("_ms_per_op", ""): round(v * 1000, 1)
-                                                for k, v in cpu.items()}
+                                                for k, v in cpu.items() if k.endswith("_ms_per_op")}
     finally:
         await http.close()
     return out
@@ -612,7 +637,8 @@ def run_series(label: str, plan: Plan, base: Path, store: str,
         ctx = main.ssl_context()
         result: dict[str, Any] = {"label": label}
         meter = CpuMeter([s.proc.pid for s in servers if s.proc is not None],
-                         cluster.pids() if cluster is not None else [])
+                         cluster.pids() if cluster is not None else [],
+                         [m.metrics_url for m in cluster.members] if cluster is not None else [])
         result.update(asyncio.run(api_phases([s.url for s in servers], ctx, main.kubeconfig,
                                              plan, log, phases, meter)))
         if "create" not in phases:
@@ -662,6 +688,7 @@ def report(results: list[dict[str, Any]], bare: dict[str, Any]) -> str:
         ("store CPU ms per create", lambda r: r["create"]["cpu"]["store_ms_per_op"]),
         ("server CPU ms per get", lambda r: r["get"]["cpu"]["servers_ms_per_op"]),
         ("store CPU ms per get", lambda r: r["get"]["cpu"]["store_ms_per_op"]),
+        ("store ranges per get", lambda r: r["get"]["cpu"].get("store_ranges_per_op", 0.0)),
         ("server CPU us per watch frame", lambda r: r["watch"]["cpu_us_per_frame"]["servers"]),
         ("store CPU us per watch frame", lambda r: r["watch"]["cpu_us_per_frame"]["store"]),
     ]
