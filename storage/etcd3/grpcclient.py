@@ -1,7 +1,8 @@
 """``GrpcKVClient``: ``KVClient`` over etcd's v3 gRPC API (raftstore or a real etcd).
 
-One ``grpc.aio`` channel per endpoint of ``--etcd-servers``. Unary calls go to the preferred
-endpoint; on UNAVAILABLE (member down, no leader) or a deadline the next endpoint becomes the
+One ``grpc.aio`` channel per endpoint of ``--etcd-servers``. Unary calls and watches go to the
+preferred endpoint: the Raft leader's, once known (see ``GrpcKVClient._seek_leader``); on
+UNAVAILABLE (member down, no leader) or a deadline the next endpoint becomes the
 preferred one and a read is retried there, once per endpoint; a write is retried only when
 it never reached a server (see ``GrpcKVClient._call``), otherwise the caller sees
 UNREACHABLE, as with upstream's clientv3. Watches are one bidirectional stream each; a
@@ -46,6 +47,12 @@ _RETRY_CODES: Final = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXC
 # leaving it silently stale.
 _REQUIRE_LEADER: Final = (("hasleader", "true"),)
 _PROBE_KEY: Final = b"\x00plat-compaction-probe"
+# Looking for the leader: each member's Maintenance.Status within this time; at most one look
+# per LEADER_LOOK_INTERVAL, and while none is found, looks again that often for
+# LEADER_LOOK_TRIES looks.
+LEADER_STATUS_TIMEOUT: Final = 2.0
+LEADER_LOOK_INTERVAL: Final = 1.0
+LEADER_LOOK_TRIES: Final = 30
 
 
 def parse_endpoint(url: str) -> tuple[str, bool]:
@@ -124,8 +131,9 @@ class _Endpoint:
 class GrpcWatch:
     """One watch on its own bidirectional stream (implements ``KVWatch``)."""
 
-    def __init__(self, call: Any) -> None:
+    def __init__(self, call: Any, endpoint: str = "") -> None:
         self._call = call
+        self.endpoint = endpoint  # host:port of the member serving it
         self._closed = False
         self._first: pb.WatchResponse | None = None
         self._write_lock = asyncio.Lock()  # grpc.aio allows one write at a time per stream
@@ -213,6 +221,9 @@ class GrpcKVClient:
                 )
             self._endpoints.append(_Endpoint(target, creds))
         self._preferred = 0
+        self._term = 0  # the highest raft term seen in a response header
+        self._leader_task: asyncio.Task[None] | None = None
+        self._leader_wanted = False
         self._known_compacted = 0
         self._closed = False
         self._progress_ok = trust_progress
@@ -237,28 +248,95 @@ class GrpcKVClient:
                 if err.kind != UNAVAILABLE:
                     raise err from None
                 last = err
-                if mutation and not never_sent(exc):
-                    if self._preferred == i:
-                        self._preferred = (i + 1) % n
-                    raise err from None
                 if self._preferred == i:
                     self._preferred = (i + 1) % n
+                    self._seek_leader()
+                if mutation and not never_sent(exc):
+                    raise err from None
                 log.info("etcd endpoint %s unavailable: %s", ep.target, err.message)
                 continue
             return result
         assert last is not None
         raise last
 
+    # -- the leader as preferred endpoint --------------------------------------------------
+    #
+    # Any member answers any call, but a follower hands a write to the leader and asks the
+    # leader for every linearizable read point (raftstore and etcd alike), which costs both
+    # members a round trip and, on raftstore, a good part of a read's CPU: over a three-member
+    # raftstore, an API server's GETs ran about a third faster with the leader first in
+    # --etcd-servers than with a follower first (docs/apiserver.md). So the client asks the
+    # members who leads (Maintenance.Status, in the background, never delaying a call) when it
+    # first gets an answer, when a response shows a new raft term and when it fails over, and
+    # prefers the leader's endpoint. Correctness does not depend on it: a stale choice only
+    # costs the follower's round trip, as before.
+
+    def _seen(self, header: Any) -> None:
+        term = int(header.raft_term)
+        if term > self._term:
+            self._term = term
+            self._seek_leader()
+
+    def _seek_leader(self) -> None:
+        """Look for the leader soon (one look at a time, at most one a second)."""
+        if len(self._endpoints) < 2 or self._closed:
+            return
+        self._leader_wanted = True
+        if self._leader_task is None:
+            self._leader_task = asyncio.get_running_loop().create_task(self._leader_looks())
+
+    async def _leader_looks(self) -> None:
+        try:
+            tries = 0
+            while self._leader_wanted and not self._closed:
+                self._leader_wanted = False
+                found = await self._look_for_leader()
+                tries = 0 if found else tries + 1
+                if not found and tries < LEADER_LOOK_TRIES:
+                    self._leader_wanted = True
+                await asyncio.sleep(LEADER_LOOK_INTERVAL)
+        finally:
+            self._leader_task = None
+
+    async def _look_for_leader(self) -> bool:
+        """Prefer the endpoint of the member every answering member names as leader; False
+        when there is none (an election, or the leader is not among the endpoints)."""
+
+        async def status(ep: _Endpoint) -> pb.StatusResponse | None:
+            try:
+                resp: pb.StatusResponse = await ep.maintenance.Status(
+                    pb.StatusRequest(), timeout=LEADER_STATUS_TIMEOUT)
+            except grpc.aio.AioRpcError:
+                return None
+            return resp
+
+        answers = await asyncio.gather(*(status(ep) for ep in self._endpoints))
+        leaders = {int(a.leader) for a in answers if a is not None}
+        if len(leaders) != 1 or 0 in leaders:
+            return False
+        (leader,) = leaders
+        for i, a in enumerate(answers):
+            if a is not None and int(a.header.member_id) == leader:
+                if i != self._preferred:
+                    log.info("etcd endpoint %s is the leader's: preferred from now",
+                             self._endpoints[i].target)
+                    self._preferred = i
+                self._term = max(self._term, int(a.header.raft_term))
+                return True
+        return False
+
     async def range(self, req: pb.RangeRequest) -> pb.RangeResponse:
         resp: pb.RangeResponse = await self._call(
             lambda ep: ep.kv.Range(req, timeout=CALL_TIMEOUT)
         )
+        self._seen(resp.header)
         return resp
 
     async def txn(self, req: pb.TxnRequest) -> pb.TxnResponse:
         resp: pb.TxnResponse = await self._call(
             lambda ep: ep.kv.Txn(req, timeout=CALL_TIMEOUT), mutation=True
         )
+        self._seen(resp.header)
         return resp
 
     async def compact(self, revision: int) -> None:
@@ -317,7 +395,7 @@ class GrpcKVClient:
 
     async def watch(self, req: pb.WatchCreateRequest) -> GrpcWatch:
         async def start(ep: _Endpoint) -> GrpcWatch:
-            w = GrpcWatch(ep.watch.Watch(metadata=_REQUIRE_LEADER))
+            w = GrpcWatch(ep.watch.Watch(metadata=_REQUIRE_LEADER), ep.target)
             try:
                 await w.start(req)
             except BaseException:
@@ -331,5 +409,10 @@ class GrpcKVClient:
         if self._closed:
             return
         self._closed = True
+        task = self._leader_task
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         for ep in self._endpoints:
             await ep.channel.close()

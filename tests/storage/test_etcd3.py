@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from raftstore.api.pb import rpc_pb2 as pb
 from raftstore.launcher import REPO_ROOT, Cluster, free_ports
 from storage.compactor import COMPACT_REV_KEY, compact_once
 from storage.embedded import open_embedded
@@ -76,6 +77,36 @@ async def test_failover_to_next_endpoint(raftstore_cluster: Cluster) -> None:
         await store.delete("/registry/configmaps/failover/a")
         ev = await asyncio.wait_for(w.__aiter__().__anext__(), 10)
         assert ev.type == "DELETED"
+        w.stop()
+    finally:
+        await store.close()
+
+
+async def test_prefers_the_leaders_endpoint(raftstore_cluster: Cluster) -> None:
+    """Listed first, a follower answers the first calls; once the client has asked the
+    members who leads, reads, writes and watches go to the leader's endpoint."""
+    leader = await asyncio.to_thread(raftstore_cluster.leader)
+    urls = _urls(raftstore_cluster)
+    follower_first = [urls[(leader + 1) % 3], urls[leader], urls[(leader + 2) % 3]]
+    client = GrpcKVClient(follower_first)
+    store = Etcd3Store(client)
+    try:
+        first = await client.range(pb.RangeRequest(key=b"/registry/none"))
+        leader_id = int(raftstore_cluster.status(leader)["header"]["member_id"])  # type: ignore[index]
+        assert int(first.header.member_id) != leader_id
+        for _ in range(100):
+            resp = await client.range(pb.RangeRequest(key=b"/registry/none"))
+            if int(resp.header.member_id) == leader_id:
+                break
+            await asyncio.sleep(0.05)
+        assert int(resp.header.member_id) == leader_id
+        created = await store.create("/registry/configmaps/leader/a", cm("a"))
+        txn = await client.txn(pb.TxnRequest(
+            success=[pb.RequestOp(request_range=pb.RangeRequest(key=b"/registry/none"))]))
+        assert int(txn.header.member_id) == leader_id
+        w = await store.watch("/registry/configmaps/leader",
+                              ListOptions(resource_version=created["metadata"]["resourceVersion"]))
+        assert w._kvw.endpoint == raftstore_cluster.endpoints[leader]  # type: ignore[attr-defined]
         w.stop()
     finally:
         await store.close()
@@ -228,7 +259,8 @@ async def test_member_killed_under_a_watch(cluster_factory: object) -> None:
         b = await store.create("/registry/configmaps/kill/b", cm("b"))
         ev = await asyncio.wait_for(it.__anext__(), 10)
         assert ev.object == b
-        await asyncio.to_thread(cluster.kill, 0)  # the preferred endpoint: the watch's member
+        served_by = w._kvw.endpoint  # type: ignore[attr-defined]
+        await asyncio.to_thread(cluster.kill, cluster.endpoints.index(served_by))
         with pytest.raises(StopAsyncIteration):
             while True:  # ends; never an ERROR
                 ev = await asyncio.wait_for(it.__anext__(), 30)
