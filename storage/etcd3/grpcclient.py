@@ -264,7 +264,7 @@ class GrpcKVClient:
     # Any member answers any call, but a follower hands a write to the leader and asks the
     # leader for every linearizable read point (raftstore and etcd alike), which costs both
     # members a round trip and, on raftstore, a good part of a read's CPU: over a three-member
-    # raftstore, an API server's GETs ran about a third faster with the leader first in
+    # raftstore, an API server's GETs ran about a quarter faster with the leader first in
     # --etcd-servers than with a follower first (docs/apiserver.md). So the client asks the
     # members who leads (Maintenance.Status, in the background, never delaying a call) when it
     # first gets an answer, when a response shows a new raft term and when it fails over, and
@@ -306,7 +306,7 @@ class GrpcKVClient:
             try:
                 resp: pb.StatusResponse = await ep.maintenance.Status(
                     pb.StatusRequest(), timeout=LEADER_STATUS_TIMEOUT)
-            except grpc.aio.AioRpcError:
+            except (grpc.RpcError, grpc.aio.UsageError):  # down, or closing
                 return None
             return resp
 
