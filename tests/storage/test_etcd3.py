@@ -19,6 +19,7 @@ from storage.embedded import open_embedded
 from storage.errors import Code, StorageError
 from storage.etcd3.common import resource_label
 from storage.etcd3.grpcclient import GrpcKVClient, parse_endpoint, progress_safe
+from storage.etcd3.kvclient import KVError
 from storage.etcd3.store import Etcd3Store
 from storage.factory import StorageConfig, open_storage
 from storage.interface import GetOptions, ListOptions, Object
@@ -108,6 +109,40 @@ async def test_prefers_the_leaders_endpoint(raftstore_cluster: Cluster) -> None:
                               ListOptions(resource_version=created["metadata"]["resourceVersion"]))
         assert w._kvw.endpoint == raftstore_cluster.endpoints[leader]  # type: ignore[attr-defined]
         w.stop()
+    finally:
+        await store.close()
+
+
+@pytest.mark.slow
+async def test_follows_a_new_leader(cluster_factory: object) -> None:
+    """The leader dies: the client fails over, and once the survivors have elected a leader
+    its calls go to the new leader's endpoint."""
+    cluster = cluster_factory("raftstore", nodes=3)  # type: ignore[operator]
+    client = GrpcKVClient(_urls(cluster))
+    store = Etcd3Store(client)
+
+    async def answered_by(member_id: int) -> bool:
+        for _ in range(200):
+            try:
+                resp = await client.range(pb.RangeRequest(key=b"/registry/none"))
+            except KVError:
+                resp = None
+            if resp is not None and int(resp.header.member_id) == member_id:
+                return True
+            await asyncio.sleep(0.05)
+        return False
+
+    def member_id(i: int) -> int:
+        return int(cluster.status(i)["header"]["member_id"])  # type: ignore[index]
+
+    try:
+        old = await asyncio.to_thread(cluster.leader)
+        assert await answered_by(await asyncio.to_thread(member_id, old))
+        await asyncio.to_thread(cluster.kill, old)
+        new = await asyncio.to_thread(cluster.leader, 30.0)
+        assert new != old
+        assert await answered_by(await asyncio.to_thread(member_id, new))
+        await store.create("/registry/configmaps/newleader/a", cm("a"))
     finally:
         await store.close()
 
