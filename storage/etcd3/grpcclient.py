@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Final, TypeVar
 
 import grpc
@@ -30,6 +30,7 @@ from storage.etcd3.kvclient import (
     UNAVAILABLE,
     KVError,
 )
+from storage.etcd3.watchstream import GrpcWatch
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +89,9 @@ def _read(path: str) -> bytes | None:
         return f.read()
 
 
-def to_kv_error(exc: grpc.aio.AioRpcError) -> KVError:
+def to_kv_error(exc: Any) -> KVError:
+    """``exc``: a ``grpc.RpcError`` that is a ``grpc.Call`` (aio's, or a synchronous
+    stream's)."""
     code = exc.code()
     message = exc.details() or code.name
     if code == grpc.StatusCode.OUT_OF_RANGE and "compacted" in message:
@@ -104,7 +107,7 @@ def to_kv_error(exc: grpc.aio.AioRpcError) -> KVError:
     return KVError(OTHER, message)
 
 
-def never_sent(exc: grpc.aio.AioRpcError) -> bool:
+def never_sent(exc: Any) -> bool:
     """Whether a failed call certainly never reached a server (no connection could be made)."""
     if exc.code() != grpc.StatusCode.UNAVAILABLE:
         return False
@@ -124,73 +127,28 @@ class _Endpoint:
             self.channel = grpc.aio.secure_channel(target, creds, options=_CHANNEL_OPTIONS)
         stubs: Any = rpc_pb2_grpc  # generated stubs are untyped: Any at this one boundary
         self.kv: Any = stubs.KVStub(self.channel)
-        self.watch: Any = stubs.WatchStub(self.channel)
         self.maintenance: Any = stubs.MaintenanceStub(self.channel)
+        self._creds = creds
+        self._sync_channel: grpc.Channel | None = None
+        self._sync_watch: Any = None
 
+    def watch_stub(self) -> Any:
+        """A synchronous WatchStub on a channel of its own, made at the first watch
+        (watches are read by threads: see watchstream.py)."""
+        if self._sync_watch is None:
+            if self._creds is None:
+                self._sync_channel = grpc.insecure_channel(self.target, options=_CHANNEL_OPTIONS)
+            else:
+                self._sync_channel = grpc.secure_channel(self.target, self._creds,
+                                                         options=_CHANNEL_OPTIONS)
+            self._sync_watch = rpc_pb2_grpc.WatchStub(self._sync_channel)  # type: ignore[no-untyped-call]
+        return self._sync_watch
 
-class GrpcWatch:
-    """One watch on its own bidirectional stream (implements ``KVWatch``)."""
-
-    def __init__(self, call: Any, endpoint: str = "") -> None:
-        self._call = call
-        self.endpoint = endpoint  # host:port of the member serving it
-        self._closed = False
-        self._first: pb.WatchResponse | None = None
-        self._write_lock = asyncio.Lock()  # grpc.aio allows one write at a time per stream
-        self.created_revision = 0
-
-    async def start(self, req: pb.WatchCreateRequest) -> None:
-        await self._call.write(pb.WatchRequest(create_request=req))
-        resp = await self._call.read()
-        if resp is grpc.aio.EOF:
-            raise KVError(UNAVAILABLE, "watch stream ended before the watch was created")
-        self.created_revision = int(resp.header.revision)
-        if not resp.created or resp.canceled:
-            self._first = resp  # e.g. created+canceled: hand it to the reader
-
-    async def __aiter__(self) -> AsyncIterator[pb.WatchResponse]:
-        if self._first is not None:
-            first, self._first = self._first, None
-            if first.canceled:
-                yield first
-                self.close()
-                return
-        while not self._closed:
-            try:
-                resp = await self._call.read()
-            except asyncio.CancelledError:
-                if self._closed:
-                    return
-                raise
-            except grpc.aio.AioRpcError as exc:
-                if self._closed or exc.code() == grpc.StatusCode.CANCELLED:
-                    return
-                log.info("watch stream broke: %s", exc.details())
-                return
-            if resp is grpc.aio.EOF:
-                return
-            if resp.created:
-                continue
-            yield resp
-            if resp.canceled:
-                self.close()
-                return
-
-    async def request_progress(self) -> None:
-        if self._closed:
-            return
-        async with self._write_lock:
-            if self._closed:
-                return
-            with contextlib.suppress(grpc.aio.BaseError, asyncio.InvalidStateError, RuntimeError):
-                await self._call.write(
-                    pb.WatchRequest(progress_request=pb.WatchProgressRequest())
-                )
-
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self._call.cancel()
+    def close_sync(self) -> None:
+        if self._sync_channel is not None:
+            self._sync_channel.close()
+            self._sync_channel = None
+            self._sync_watch = None
 
 
 class GrpcKVClient:
@@ -243,7 +201,7 @@ class GrpcKVClient:
             ep = self._endpoints[i]
             try:
                 result = await fn(ep)
-            except grpc.aio.AioRpcError as exc:
+            except grpc.RpcError as exc:  # aio's, or a watch stream's (synchronous)
                 err = to_kv_error(exc)
                 if err.kind != UNAVAILABLE:
                     raise err from None
@@ -395,7 +353,7 @@ class GrpcKVClient:
 
     async def watch(self, req: pb.WatchCreateRequest) -> GrpcWatch:
         async def start(ep: _Endpoint) -> GrpcWatch:
-            w = GrpcWatch(ep.watch.Watch(metadata=_REQUIRE_LEADER), ep.target)
+            w = GrpcWatch(ep.watch_stub(), _REQUIRE_LEADER, ep.target)
             try:
                 await w.start(req)
             except BaseException:
@@ -416,3 +374,4 @@ class GrpcKVClient:
                 await task
         for ep in self._endpoints:
             await ep.channel.close()
+            ep.close_sync()

@@ -1,0 +1,123 @@
+"""The etcd3 client's watch streams are read by a thread (storage/etcd3/watchstream.py): they
+keep up while the event loop is busy, still push back on a slow consumer, and their threads
+end when the watch or the client closes."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import grpc
+import pytest
+
+from raftstore.api.pb import rpc_pb2 as pb
+from raftstore.api.pb import rpc_pb2_grpc
+from raftstore.launcher import Cluster
+from storage.etcd3 import watchstream
+from storage.etcd3.grpcclient import GrpcKVClient
+from storage.etcd3.watchstream import GrpcWatch
+
+# A guard against hangs only: the conditions below are met in well under a second.
+DEADLINE = 60.0
+
+
+def _urls(cluster: Cluster) -> list[str]:
+    return [f"http://{e}" for e in cluster.endpoints]
+
+
+def _put_many(endpoint: str, prefix: bytes, n: int) -> None:
+    """``n`` puts, one after another (one revision and, on etcd, one watch response each),
+    through a client of its own in this thread."""
+    with grpc.insecure_channel(endpoint) as ch:
+        kv = rpc_pb2_grpc.KVStub(ch)  # type: ignore[no-untyped-call]
+        for i in range(n):
+            kv.Put(pb.PutRequest(key=prefix + b"%04d" % i, value=b"v"), timeout=10)
+
+
+def _queued_events(w: GrpcWatch) -> int:
+    return sum(len(r.events) for r in list(w._inbox) if isinstance(r, pb.WatchResponse))
+
+
+async def _watch(client: GrpcKVClient, prefix: bytes) -> GrpcWatch:
+    return await client.watch(pb.WatchCreateRequest(key=prefix, range_end=prefix[:-1] + b"0"))
+
+
+async def _collect(w: GrpcWatch, n: int) -> list[bytes]:
+    keys: list[bytes] = []
+    async for resp in w:
+        keys.extend(ev.kv.key for ev in resp.events)
+        if len(keys) >= n:
+            break
+    return keys
+
+
+@pytest.mark.etcd
+async def test_watch_is_read_while_the_loop_is_busy(etcd_cluster: Cluster) -> None:
+    """etcd sends one response per revision. While the event loop is held (a long turn, as
+    under request load), the thread goes on reading them; the consumer then finds them all
+    at once, in order. Read on the loop itself (grpc.aio), none would be read meanwhile."""
+    client = GrpcKVClient(_urls(etcd_cluster))
+    prefix = f"/busy-{uuid.uuid4().hex}/".encode()
+    try:
+        w = await _watch(client, prefix)
+        writer = threading.Thread(target=_put_many, args=(etcd_cluster.endpoints[0], prefix, 200))
+        writer.start()
+        # Hold the loop (no await) until every event has been read into the inbox.
+        deadline = time.monotonic() + DEADLINE
+        while _queued_events(w) < 200 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        read_while_held = _queued_events(w)
+        writer.join()
+        assert read_while_held == 200
+        assert await _collect(w, 200) == [prefix + b"%04d" % i for i in range(200)]
+        w.close()
+    finally:
+        await client.close()
+
+
+async def test_a_slow_consumer_stops_the_reader(raftstore_cluster: Cluster,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """At most MAX_QUEUED responses wait for the consumer; the rest stay with gRPC (whose
+    window then pushes back on the store), and nothing is lost."""
+    monkeypatch.setattr(watchstream, "MAX_QUEUED", 3)
+    client = GrpcKVClient(_urls(raftstore_cluster))
+    prefix = f"/slow-{uuid.uuid4().hex}/".encode()
+    try:
+        w = await _watch(client, prefix)
+        for i in range(40):  # one at a time, so that they arrive as separate responses
+            await client.txn(pb.TxnRequest(success=[pb.RequestOp(
+                request_put=pb.PutRequest(key=prefix + b"%04d" % i, value=b"v"))]))
+        deadline = time.monotonic() + DEADLINE
+        while len(w._inbox) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)  # give the thread the chance to overrun, were it able to
+        assert len(w._inbox) == 3
+        assert await _collect(w, 40) == [prefix + b"%04d" % i for i in range(40)]
+        w.close()
+    finally:
+        await client.close()
+
+
+async def test_closing_ends_the_reading_threads(raftstore_cluster: Cluster,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(watchstream, "MAX_QUEUED", 1)
+    client = GrpcKVClient(_urls(raftstore_cluster))
+    prefix = f"/close-{uuid.uuid4().hex}/".encode()
+    try:
+        idle = await _watch(client, prefix + b"idle/")
+        full = await _watch(client, prefix)  # its reader will wait for room in the inbox
+        for i in range(5):
+            await client.txn(pb.TxnRequest(success=[pb.RequestOp(
+                request_put=pb.PutRequest(key=prefix + b"%d" % i, value=b"v"))]))
+        deadline = time.monotonic() + DEADLINE
+        while not full._inbox and time.monotonic() < deadline:
+            time.sleep(0.01)
+        full.close()
+        assert [r async for r in full] == []  # closed: ends at once
+    finally:
+        await client.close()  # closes the channel under the idle watch
+    for w in (idle, full):
+        assert w._thread is not None
+        w._thread.join(timeout=DEADLINE)
+        assert not w._thread.is_alive()
