@@ -30,7 +30,7 @@ from storage.etcd3.kvclient import (
     UNAVAILABLE,
     KVError,
 )
-from storage.etcd3.watchstream import GrpcWatch
+from storage.etcd3.watchstream import GrpcWatch, WatchLoop
 
 log = logging.getLogger(__name__)
 
@@ -118,37 +118,24 @@ def never_sent(exc: Any) -> bool:
     ))
 
 
+def _channel(target: str, creds: grpc.ChannelCredentials | None) -> grpc.aio.Channel:
+    """An aio channel, bound to the running loop."""
+    if creds is None:
+        return grpc.aio.insecure_channel(target, options=_CHANNEL_OPTIONS)
+    return grpc.aio.secure_channel(target, creds, options=_CHANNEL_OPTIONS)
+
+
 class _Endpoint:
     def __init__(self, target: str, creds: grpc.ChannelCredentials | None) -> None:
         self.target = target
-        if creds is None:
-            self.channel = grpc.aio.insecure_channel(target, options=_CHANNEL_OPTIONS)
-        else:
-            self.channel = grpc.aio.secure_channel(target, creds, options=_CHANNEL_OPTIONS)
+        self.creds = creds
+        self.channel = _channel(target, creds)
         stubs: Any = rpc_pb2_grpc  # generated stubs are untyped: Any at this one boundary
         self.kv: Any = stubs.KVStub(self.channel)
         self.maintenance: Any = stubs.MaintenanceStub(self.channel)
-        self._creds = creds
-        self._sync_channel: grpc.Channel | None = None
-        self._sync_watch: Any = None
-
-    def watch_stub(self) -> Any:
-        """A synchronous WatchStub on a channel of its own, made at the first watch
-        (watches are read by threads: see watchstream.py)."""
-        if self._sync_watch is None:
-            if self._creds is None:
-                self._sync_channel = grpc.insecure_channel(self.target, options=_CHANNEL_OPTIONS)
-            else:
-                self._sync_channel = grpc.secure_channel(self.target, self._creds,
-                                                         options=_CHANNEL_OPTIONS)
-            self._sync_watch = rpc_pb2_grpc.WatchStub(self._sync_channel)  # type: ignore[no-untyped-call]
-        return self._sync_watch
-
-    def close_sync(self) -> None:
-        if self._sync_channel is not None:
-            self._sync_channel.close()
-            self._sync_channel = None
-            self._sync_watch = None
+        # watches: a channel of the client's watch loop (watchstream.py), made at the first
+        self.watch_channel: grpc.aio.Channel | None = None
+        self.watch: Any = None
 
 
 class GrpcKVClient:
@@ -186,6 +173,8 @@ class GrpcKVClient:
         self._closed = False
         self._progress_ok = trust_progress
         self._progress_lock = asyncio.Lock()
+        self._watch_loop: WatchLoop | None = None
+        self._watch_lock = asyncio.Lock()
 
     async def _call(self, fn: Callable[[_Endpoint], Awaitable[T]], *,
                     mutation: bool = False) -> T:
@@ -351,9 +340,26 @@ class GrpcKVClient:
                 return False
         return True
 
+    async def _watch_stub(self, ep: _Endpoint) -> tuple[WatchLoop, Any]:
+        """The watch loop, started at the first watch, and ``ep``'s WatchStub on it."""
+        async with self._watch_lock:
+            if self._closed:
+                raise KVError(UNAVAILABLE, "the store client is closed")
+            if self._watch_loop is None:
+                self._watch_loop = WatchLoop()
+            wl = self._watch_loop
+            if ep.watch is None:
+                async def make() -> grpc.aio.Channel:
+                    return _channel(ep.target, ep.creds)
+
+                ep.watch_channel = await wl.run(make())
+                ep.watch = rpc_pb2_grpc.WatchStub(ep.watch_channel)  # type: ignore[no-untyped-call]
+            return wl, ep.watch
+
     async def watch(self, req: pb.WatchCreateRequest) -> GrpcWatch:
         async def start(ep: _Endpoint) -> GrpcWatch:
-            w = GrpcWatch(ep.watch_stub(), _REQUIRE_LEADER, ep.target)
+            wl, stub = await self._watch_stub(ep)
+            w = GrpcWatch(wl, stub, _REQUIRE_LEADER, ep.target)
             try:
                 await w.start(req)
             except BaseException:
@@ -374,4 +380,8 @@ class GrpcKVClient:
                 await task
         for ep in self._endpoints:
             await ep.channel.close()
-            ep.close_sync()
+        async with self._watch_lock:
+            wl, self._watch_loop = self._watch_loop, None
+        if wl is not None:
+            await wl.stop([ep.watch_channel.close for ep in self._endpoints
+                           if ep.watch_channel is not None])

@@ -1,6 +1,6 @@
-"""The etcd3 client's watch streams are read by a thread (storage/etcd3/watchstream.py): they
-keep up while the event loop is busy, still push back on a slow consumer, and their threads
-end when the watch or the client closes."""
+"""The etcd3 client's watch streams are read on a loop of their own (storage/etcd3/
+watchstream.py): they keep up while the consumer's event loop is busy, still push back on a
+slow consumer, and end, with the loop's thread, when the watch or the client closes."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from raftstore.api.pb import rpc_pb2_grpc
 from raftstore.launcher import Cluster
 from storage.etcd3 import watchstream
 from storage.etcd3.grpcclient import GrpcKVClient
+from storage.etcd3.kvclient import KVError
 from storage.etcd3.watchstream import GrpcWatch
 
 # A guard against hangs only: the conditions below are met in well under a second.
@@ -56,7 +57,7 @@ async def _collect(w: GrpcWatch, n: int) -> list[bytes]:
 async def test_watch_is_read_while_the_loop_is_busy(etcd_cluster: Cluster) -> None:
     """etcd sends one response per revision. While the event loop is held (a long turn, as
     under request load), the thread goes on reading them; the consumer then finds them all
-    at once, in order. Read on the loop itself (grpc.aio), none would be read meanwhile."""
+    at once, in order. Read on the consumer's loop itself, none would be read meanwhile."""
     client = GrpcKVClient(_urls(etcd_cluster))
     prefix = f"/busy-{uuid.uuid4().hex}/".encode()
     try:
@@ -99,14 +100,16 @@ async def test_a_slow_consumer_stops_the_reader(raftstore_cluster: Cluster,
         await client.close()
 
 
-async def test_closing_ends_the_reading_threads(raftstore_cluster: Cluster,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_closing_ends_the_watch_loop(raftstore_cluster: Cluster,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A closed watch ends at once, a paused one too; closing the client closes the streams
+    left open and ends the watch loop's thread."""
     monkeypatch.setattr(watchstream, "MAX_QUEUED", 1)
     client = GrpcKVClient(_urls(raftstore_cluster))
     prefix = f"/close-{uuid.uuid4().hex}/".encode()
     try:
         idle = await _watch(client, prefix + b"idle/")
-        full = await _watch(client, prefix)  # its reader will wait for room in the inbox
+        full = await _watch(client, prefix)  # its reader pauses: no room in the inbox
         for i in range(5):
             await client.txn(pb.TxnRequest(success=[pb.RequestOp(
                 request_put=pb.PutRequest(key=prefix + b"%d" % i, value=b"v"))]))
@@ -115,9 +118,12 @@ async def test_closing_ends_the_reading_threads(raftstore_cluster: Cluster,
             time.sleep(0.01)
         full.close()
         assert [r async for r in full] == []  # closed: ends at once
+        assert client._watch_loop is not None
+        thread = client._watch_loop.thread
     finally:
         await client.close()  # closes the channel under the idle watch
-    for w in (idle, full):
-        assert w._thread is not None
-        w._thread.join(timeout=DEADLINE)
-        assert not w._thread.is_alive()
+    assert [r async for r in idle] == []
+    thread.join(timeout=DEADLINE)
+    assert not thread.is_alive()
+    with pytest.raises(KVError):
+        await _watch(client, prefix)
