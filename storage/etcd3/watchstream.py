@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import contextlib
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine
@@ -44,6 +45,7 @@ class WatchLoop:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
+        self._stopping = False
         self._thread = threading.Thread(target=self._run, name="etcd-watches", daemon=True)
         self._thread.start()
 
@@ -58,7 +60,11 @@ class WatchLoop:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
     async def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run ``coro`` on the watch loop and wait for it from the caller's loop."""
+        """Run ``coro`` on the watch loop and wait for it from the caller's loop;
+        UNAVAILABLE once the loop is stopping (a stopped loop would never run it)."""
+        if self._stopping:
+            coro.close()
+            raise KVError(UNAVAILABLE, "the store client is closed")
         return await asyncio.wrap_future(self.submit(coro))
 
     def call(self, fn: Callable[[], object]) -> None:
@@ -85,7 +91,8 @@ class WatchLoop:
                 t.cancel()
             await asyncio.gather(*rest, return_exceptions=True)
 
-        await self.run(close_all())
+        self._stopping = True
+        await asyncio.wrap_future(self.submit(close_all()))
         self.loop.call_soon_threadsafe(self.loop.stop)
         await asyncio.to_thread(self._thread.join, 10)
 
@@ -251,7 +258,9 @@ class GrpcWatch:
                 return
 
     async def request_progress(self) -> None:
-        if not self._closed:
+        if self._closed:
+            return
+        with contextlib.suppress(KVError, RuntimeError):  # the client is closing
             await self._wl.run(
                 self._write(pb.WatchRequest(progress_request=pb.WatchProgressRequest())))
 
