@@ -40,11 +40,20 @@ MAX_QUEUED: Final = 1024
 _END: Final = object()  # the stream ended (its error, if any, is in ``GrpcWatch._error``)
 
 
+def _new_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's, as the API server's own (its turns cost about half the default loop's)."""
+    try:
+        import uvloop  # noqa: PLC0415 - optional at import time
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
 class WatchLoop:
     """A thread running an event loop for a client's watch streams, with its channels."""
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
+        self.loop = _new_loop()
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="etcd-watches", daemon=True)
         self._thread.start()
