@@ -5,9 +5,9 @@ preferred endpoint: the Raft leader's, once known (see ``GrpcKVClient._seek_lead
 UNAVAILABLE (member down, no leader) or a deadline the next endpoint becomes the
 preferred one and a read is retried there, once per endpoint; a write is retried only when
 it never reached a server (see ``GrpcKVClient._call``), otherwise the caller sees
-UNREACHABLE, as with upstream's clientv3. Watches are one bidirectional stream each; a
-broken stream ends the watch (the storage watcher then ends and the client re-watches from
-its last revision).
+UNREACHABLE, as with upstream's clientv3. Watches are one bidirectional stream each, read on
+the client's watch loop (watchstream.py); a broken stream ends the watch (the storage
+watcher then ends and the client re-watches from its last revision).
 """
 
 from __future__ import annotations
@@ -89,9 +89,7 @@ def _read(path: str) -> bytes | None:
         return f.read()
 
 
-def to_kv_error(exc: Any) -> KVError:
-    """``exc``: a ``grpc.RpcError`` that is a ``grpc.Call`` (aio's, or a synchronous
-    stream's)."""
+def to_kv_error(exc: grpc.aio.AioRpcError) -> KVError:
     code = exc.code()
     message = exc.details() or code.name
     if code == grpc.StatusCode.OUT_OF_RANGE and "compacted" in message:
@@ -107,7 +105,7 @@ def to_kv_error(exc: Any) -> KVError:
     return KVError(OTHER, message)
 
 
-def never_sent(exc: Any) -> bool:
+def never_sent(exc: grpc.aio.AioRpcError) -> bool:
     """Whether a failed call certainly never reached a server (no connection could be made)."""
     if exc.code() != grpc.StatusCode.UNAVAILABLE:
         return False
@@ -190,7 +188,7 @@ class GrpcKVClient:
             ep = self._endpoints[i]
             try:
                 result = await fn(ep)
-            except grpc.RpcError as exc:  # aio's, or a watch stream's (synchronous)
+            except grpc.aio.AioRpcError as exc:
                 err = to_kv_error(exc)
                 if err.kind != UNAVAILABLE:
                     raise err from None
