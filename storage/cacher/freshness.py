@@ -32,6 +32,10 @@ WAIT_TIMEOUT: Final = 3.0
 NO_PROGRESS_WAIT: Final = 0.01
 # How often a waiting consistent read asks the backend for progress again.
 PROGRESS_PERIOD: Final = 0.1
+# Before a revision read that follows a shared one, the loop goes round this many times (at
+# most GATHER_LIMIT seconds) so that reads already received share it (nextcall.py).
+GATHER_TURNS: Final = 8
+GATHER_LIMIT: Final = 0.005
 
 
 def too_large(requested: int, current: int) -> StorageError:
@@ -54,7 +58,8 @@ class Freshness:
         self._backend = backend
         self._watch = watch
         self._wait_timeout = wait_timeout
-        self._revision = NextCall(backend.current_revision)
+        self._revision = NextCall(backend.current_revision, gather_turns=GATHER_TURNS,
+                                  gather_limit=GATHER_LIMIT)
         self._progress = NextCall(self._request_progress)
         self.progress_ok = True  # the last progress request's outcome
 

@@ -641,3 +641,83 @@ async def test_next_call_waits_for_a_call_started_after_it() -> None:
     gate.set()
     assert await x == 1
     await call2.close()
+
+
+async def test_next_call_gathers_callers_after_a_shared_call() -> None:
+    """After a call shared by several callers, the next one waits a few loop turns so that
+    callers arriving meanwhile share it; a lone caller is never kept waiting."""
+    from storage.cacher.nextcall import NextCall
+
+    gate = asyncio.Event()
+    starts: list[int] = []
+
+    async def fn() -> int:
+        starts.append(len(starts) + 1)
+        if len(starts) == 2:
+            await gate.wait()
+        return len(starts)
+
+    async def arrive_later(turns: int) -> int:
+        for _ in range(turns):
+            await asyncio.sleep(0)
+        return await call()
+
+    call = NextCall(fn, gather_turns=8, gather_limit=10.0)
+    # a lone caller: its call starts at once
+    lone = asyncio.create_task(call())
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert starts == [1]
+    assert await lone == 1
+    # two callers share call 2; three more arrive while it is in flight (call 3), and two
+    # more a few turns after it ended: with gathering they share call 3 too
+    first = [asyncio.create_task(call()) for _ in range(2)]
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert starts == [1, 2]
+    during = [asyncio.create_task(call()) for _ in range(3)]
+    await asyncio.sleep(0)
+    gate.set()
+    late = [asyncio.create_task(arrive_later(3)) for _ in range(2)]
+    assert [await t for t in first] == [2, 2]
+    assert [await t for t in during + late] == [3] * 5
+    assert starts == [1, 2, 3]
+
+    # without gathering the late callers need a call of their own
+    starts.clear()
+    gate.clear()
+    call = NextCall(fn)
+    lone = asyncio.create_task(call())
+    await asyncio.sleep(0)
+    assert await lone == 1
+    first = [asyncio.create_task(call()) for _ in range(2)]
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    during = [asyncio.create_task(call()) for _ in range(3)]
+    await asyncio.sleep(0)
+    gate.set()
+    late = [asyncio.create_task(arrive_later(3)) for _ in range(2)]
+    assert [await t for t in first] == [2, 2]
+    assert [await t for t in during] == [3] * 3
+    assert [await t for t in late] == [4, 4]
+
+
+async def test_next_call_gathering_is_bounded_in_time() -> None:
+    from storage.cacher.nextcall import NextCall
+
+    calls = 0
+
+    async def fn() -> int:
+        nonlocal calls
+        calls += 1
+        await asyncio.sleep(0.01)
+        return calls
+
+    call = NextCall(fn, gather_turns=1_000_000, gather_limit=0.05)
+    assert await asyncio.gather(call(), call()) == [1, 1]
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    assert await asyncio.gather(call(), call()) == [2, 2]
+    # the turns' limit would take far longer than the time limit
+    assert loop.time() - t0 < 5.0
+    await call.close()
