@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -12,7 +14,7 @@ from apiserver.request import REQUEST_INFO, RequestInfo
 from apiserver.status import APIError
 
 
-class _Request(dict):  # what the middleware reads of a request
+class _Request(dict[Any, Any]):  # what the middleware reads of a request
     def __init__(self, query: dict[str, str] | None = None) -> None:
         super().__init__()
         self[REQUEST_INFO] = RequestInfo(is_resource_request=True, path="/api/v1/configmaps",
@@ -20,10 +22,13 @@ class _Request(dict):  # what the middleware reads of a request
         self.query = query or {}
 
 
-def _middleware(seconds: float):
+Handler = Callable[[Any], Awaitable[web.StreamResponse]]
+
+
+def _middleware(seconds: float) -> Callable[..., Coroutine[Any, Any, web.StreamResponse]]:
     mw = request_timeout(seconds)
 
-    async def run(handler, query=None):
+    async def run(handler: Handler, query: dict[str, str] | None = None) -> web.StreamResponse:
         return await mw(_Request(query), handler)  # type: ignore[arg-type]
 
     return run
@@ -32,7 +37,7 @@ def _middleware(seconds: float):
 async def test_an_overrun_is_a_504_within_a_slot() -> None:
     run = _middleware(0.1)
 
-    async def slow(_):
+    async def slow(_: Any) -> web.StreamResponse:
         await asyncio.sleep(10)
         return web.Response()
 
@@ -52,16 +57,16 @@ async def test_many_requests_share_a_timer_and_finish_untouched() -> None:
     scheduled = 0
     call_at = loop.call_at
 
-    def counting_call_at(*args, **kwargs):
+    def counting_call_at(*args: Any, **kwargs: Any) -> Any:
         nonlocal scheduled
         scheduled += 1
         return call_at(*args, **kwargs)
 
-    async def quick(_):
+    async def quick(_: Any) -> web.StreamResponse:
         await asyncio.sleep(0)
         return web.Response(text="ok")
 
-    loop.call_at = counting_call_at  # type: ignore[method-assign]
+    loop.call_at = counting_call_at  # type: ignore[method-assign,assignment]
     try:
         results = await asyncio.gather(*(run(quick) for _ in range(100)))
     finally:
@@ -75,7 +80,7 @@ async def test_a_cancellation_from_elsewhere_stays_a_cancellation() -> None:
     run = _middleware(0.1)
     started = asyncio.Event()
 
-    async def slow(_):
+    async def slow(_: Any) -> web.StreamResponse:
         started.set()
         await asyncio.sleep(10)
         return web.Response()
@@ -89,7 +94,7 @@ async def test_a_cancellation_from_elsewhere_stays_a_cancellation() -> None:
     # cancelled from elsewhere after the deadline fired too: still a cancellation
     started.clear()
 
-    async def stubborn(_):
+    async def stubborn(_: Any) -> web.StreamResponse:
         started.set()
         try:
             await asyncio.sleep(10)
@@ -109,7 +114,7 @@ async def test_a_cancellation_from_elsewhere_stays_a_cancellation() -> None:
 async def test_a_handler_that_swallows_the_cancel_answers() -> None:
     run = _middleware(0.05)
 
-    async def swallow(_):
+    async def swallow(_: Any) -> web.StreamResponse:
         try:
             await asyncio.sleep(10)
         except asyncio.CancelledError:
@@ -117,7 +122,7 @@ async def test_a_handler_that_swallows_the_cancel_answers() -> None:
         return web.Response()
 
     resp = await run(swallow)
-    assert resp.text == "late"
+    assert isinstance(resp, web.Response) and resp.text == "late"
     # the task's cancellation was taken back, so it can go on awaiting
     assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
     await asyncio.sleep(0)
