@@ -56,11 +56,18 @@ class DecodeError(Exception):
 
 
 def _decode_json(body: bytes, track_duplicates: bool) -> tuple[Any, list[str]]:
+    """JSON as Go's decoder takes it: NaN and Infinity are not JSON, numbers beyond float64
+    are refused, and in strings invalid UTF-8 and lone surrogate escapes become U+FFFD
+    (upstream decodes with Go's encoding/json rules in every field validation mode).
+
+    Without duplicate tracking orjson parses alone; it refuses the strings above (it does
+    not replace), and those bodies, as every malformed one, take the slower path below,
+    whose message describes the error."""
     if not track_duplicates:
         try:
             return orjson.loads(body), []
-        except orjson.JSONDecodeError as e:
-            raise DecodeError(str(e)) from None
+        except orjson.JSONDecodeError:
+            pass
     dup_by_id: dict[int, tuple[dict[str, Any], list[str]]] = {}
 
     def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -76,17 +83,38 @@ def _decode_json(body: bytes, track_duplicates: bool) -> tuple[Any, list[str]]:
         return d
 
     try:
-        text = body.decode("utf-8")
-        value = json.loads(text, object_pairs_hook=hook)
-    except (UnicodeDecodeError, ValueError) as e:
+        # U+FFFD for invalid UTF-8: inside a string as Go does; outside one it stays a
+        # syntax error.
+        text = body.decode("utf-8", "replace")
+        value = json.loads(text, object_pairs_hook=hook, parse_constant=_not_json,
+                           parse_float=_finite_float)
+    except ValueError as e:
         raise DecodeError(str(e)) from None
     except RecursionError:
         raise DecodeError("exceeded max depth") from None
     dups = (_duplicate_paths(value, {i: d for i, (_, d) in dup_by_id.items()})
-            if dup_by_id else [])
+            if track_duplicates and dup_by_id else [])
     if _SURROGATE_ESCAPE.search(body):
         value = _fix_surrogates(value)
     return value, dups
+
+
+def _not_json(literal: str) -> Any:
+    """``parse_constant``: Python's json reads NaN, Infinity and -Infinity; Go's does not
+    (its scanner's words)."""
+    if literal.startswith("-"):
+        raise DecodeError(f"invalid character {literal[1]!r} in numeric literal")
+    raise DecodeError(f"invalid character {literal[0]!r} looking for beginning of value")
+
+
+def _finite_float(literal: str) -> float:
+    """``parse_float``: a number float64 cannot hold (``1e400``) is an error in Go, not
+    infinity."""
+    value = float(literal)
+    if not math.isfinite(value):
+        raise DecodeError(f"json: cannot unmarshal number {literal} into Go value of type "
+                          "float64")
+    return value
 
 
 # \uD800-\uDFFF escapes: json.loads keeps a lone surrogate, which no encoder can write.
@@ -268,8 +296,8 @@ def summarize(body: bytes, max_length: int = 30) -> str:
 
 def decode_patch_json(body: bytes) -> Any:
     try:
-        value = orjson.loads(body)
-    except orjson.JSONDecodeError as e:
+        value, _ = _decode_json(body, track_duplicates=False)
+    except DecodeError as e:
         raise bad_request(f"error decoding patch: {e}") from None
     if depth_exceeds(value):
         raise bad_request("error decoding patch: exceeded max depth")

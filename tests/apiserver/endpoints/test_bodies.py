@@ -231,3 +231,43 @@ async def test_lone_surrogates_become_replacement_characters(client) -> None:
     r = await client.post(CM, data=b'metadata: {name: v}\ndata: {k: "a\\ud800b"}\n',
                           headers={"Content-Type": "application/yaml"})
     assert r.status == 400
+
+
+async def test_json_is_read_as_go_reads_it_in_every_validation_mode(client) -> None:
+    """NaN, Infinity and numbers beyond float64 are refused (Python's json module takes them:
+    a body with ``"extra": NaN`` was created in Warn mode); invalid UTF-8 inside a string
+    becomes U+FFFD.
+    The same in every fieldValidation mode, whichever parser reads the body."""
+    for mode in ("Ignore", "Warn", "Strict"):
+        for literal, detail in (
+            (b"NaN", "invalid character 'N' looking for beginning of value"),
+            (b"Infinity", "invalid character 'I' looking for beginning of value"),
+            (b"-Infinity", "invalid character 'I' in numeric literal"),
+            (b"1e400", "json: cannot unmarshal number 1e400 into Go value of type float64"),
+        ):
+            body = b'{"metadata":{"name":"n"},"data":{"k":"v"},"extra":' + literal + b"}"
+            r = await client.post(f"{CM}?fieldValidation={mode}", data=body,
+                                  headers={"Content-Type": "application/json"})
+            status = await r.json()
+            assert r.status == 400, (mode, literal, status)
+            assert status["reason"] == "BadRequest"
+            assert ("couldn't get version/kind; json parse error: " + detail
+                    in status["message"]), (mode, status["message"])
+        name = f"utf8-{mode.lower()}"
+        body = b'{"metadata":{"name":"' + name.encode() + b'"},"data":{"k":"a\xffb"}}'
+        r = await client.post(f"{CM}?fieldValidation={mode}", data=body,
+                              headers={"Content-Type": "application/json"})
+        assert r.status == 201, await r.text()
+        assert (await r.json())["data"] == {"k": "a\ufffdb"}
+
+
+async def test_merge_patch_is_read_as_go_reads_it(client) -> None:
+    await create_cm(client, "mp")
+    merge = {"Content-Type": "application/merge-patch+json"}
+    r = await client.patch(f"{CM}/mp", data=b'{"data":{"k":NaN}}', headers=merge)
+    assert r.status == 400
+    assert (await r.json())["message"] == (
+        "error decoding patch: invalid character 'N' looking for beginning of value")
+    r = await client.patch(f"{CM}/mp", data=b'{"data":{"k":"a\\ud800b"}}', headers=merge)
+    assert r.status == 200, await r.text()
+    assert (await r.json())["data"]["k"] == "a\ufffdb"
