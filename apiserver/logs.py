@@ -60,8 +60,11 @@ def _render_kv(_: Any, __: str, event_dict: Any) -> str:
         value = event_dict.pop(key, None)
         if value is not None:
             parts.append(f"{key}={value!r}")
+    trace = event_dict.pop("exception", None)
     parts += [f"{k}={v!r}" for k, v in event_dict.items()]
-    return " ".join(parts)
+    line = " ".join(parts)
+    # A traceback (``format_exc_info``) follows its line as written, not as one repr.
+    return f"{line}\n{trace.rstrip()}" if trace else line
 
 
 def configure(fmt: str = "text", level: str = "info") -> None:
@@ -77,6 +80,8 @@ def configure(fmt: str = "text", level: str = "info") -> None:
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
         _UtcStamp(),
+        # exc_info (log.exception) becomes the formatted traceback, key "exception"
+        structlog.processors.format_exc_info,
     ]
     structlog.configure(
         processors=[*shared, renderer],

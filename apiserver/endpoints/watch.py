@@ -337,6 +337,11 @@ async def handle(scope: Scope) -> web.StreamResponse:
                                                             scope.output.media_type))
     except (ConnectionResetError, ConnectionError):
         pass
+    except Exception:
+        # An event that cannot be written (it failed to encode): the response has begun, so
+        # no error response can follow; the stream ends here, as upstream's watch server
+        # ends it after logging "unable to encode watch object".
+        log.exception("watch of %s ended: unable to encode watch object", request.path)
     finally:
         if timer is not None:
             timer.cancel()

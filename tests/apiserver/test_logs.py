@@ -30,3 +30,27 @@ def test_utc_stamp_is_iso_utc_and_current() -> None:
     parsed = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
     assert abs((parsed - before).total_seconds()) < 5
     assert again >= text
+
+
+def test_tracebacks_are_written(capsys) -> None:
+    """An internal error's log line carries its traceback (the 500's message says "see the
+    server log"), from structlog and from the standard library's loggers alike."""
+    import logging
+
+    logs.configure()
+    try:
+        def fail() -> None:
+            raise ValueError("boom in fail")
+
+        for logger in (structlog.get_logger("t"), logging.getLogger("t")):
+            try:
+                fail()
+            except ValueError:
+                logger.exception("request failed")
+        err = capsys.readouterr().err
+        assert err.count("Traceback (most recent call last):") == 2, err
+        assert err.count("ValueError: boom in fail") == 2
+        assert "in fail" in err and "exc_info" not in err
+    finally:
+        structlog.reset_defaults()
+        logging.getLogger().handlers.clear()

@@ -103,3 +103,26 @@ async def test_watch_failure_mid_stream_is_an_error_event(client) -> None:
     assert resp.status == 200
     (event,) = [orjson.loads(x) for x in (await asyncio.wait_for(resp.read(), 10)).splitlines()]
     assert event["type"] == "ERROR" and event["object"]["code"] == 410
+
+
+async def test_event_that_fails_to_encode_ends_the_stream(client, monkeypatch) -> None:
+    """After the 200 and its headers, a failure can only end the stream: no second HTTP
+    response may be written into the body (it was: a 500's status line and headers)."""
+    from apiserver.endpoints import watch
+
+    frame = watch._frame
+
+    def failing(scope: Any, type_: str, obj: Any, first: bool) -> bytes:
+        if obj.get("metadata", {}).get("name") == "b-bad":
+            raise ValueError("cannot encode")
+        return frame(scope, type_, obj, first)
+
+    monkeypatch.setattr(watch, "_frame", failing)
+    await create_cm(client, "a-good")
+    await create_cm(client, "b-bad")
+    resp = await client.get(f"{CM}?watch=1")
+    assert resp.status == 200
+    body = await asyncio.wait_for(resp.read(), 10)  # ends, and cleanly (chunked framing)
+    assert b"HTTP/1.1" not in body
+    assert [orjson.loads(x)["object"]["metadata"]["name"] for x in body.splitlines()] == [
+        "a-good"]
