@@ -87,7 +87,7 @@ def _decode_json(body: bytes, track_duplicates: bool) -> tuple[Any, list[str]]:
         # syntax error.
         text = body.decode("utf-8", "replace")
         value = json.loads(text, object_pairs_hook=hook, parse_constant=_not_json,
-                           parse_float=_finite_float)
+                           parse_float=_finite_float, parse_int=_int64_or_float)
     except ValueError as e:
         raise DecodeError(str(e)) from None
     except RecursionError:
@@ -105,6 +105,19 @@ def _not_json(literal: str) -> Any:
     if literal.startswith("-"):
         raise DecodeError(f"invalid character {literal[1]!r} in numeric literal")
     raise DecodeError(f"invalid character {literal[0]!r} looking for beginning of value")
+
+
+_INT64_MIN: Final = -(2**63)
+_INT64_MAX: Final = 2**63 - 1
+
+
+def _int64_or_float(literal: str) -> int | float:
+    """``parse_int``: a whole number beyond int64 is a float64, as upstream's decoder of
+    unstructured JSON makes it (an int this large could not be encoded again)."""
+    value = int(literal)
+    if _INT64_MIN <= value <= _INT64_MAX:
+        return value
+    return _finite_float(literal)
 
 
 def _finite_float(literal: str) -> float:
@@ -213,6 +226,11 @@ def _to_json_value(value: Any, budget: list[int]) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         raise DecodeError("error converting YAML to JSON: json: unsupported value: "
                           f"{value}")
+    if type(value) is int and not _INT64_MIN <= value <= _INT64_MAX:
+        try:
+            return _finite_float(str(value))
+        except DecodeError as e:
+            raise DecodeError(f"error converting YAML to JSON: {e}") from None
     if value is None or isinstance(value, str | int | float | bool):
         return value
     raise DecodeError(f"error converting YAML to JSON: unsupported value of type "
@@ -228,7 +246,7 @@ def _decode_yaml(body: bytes) -> tuple[Any, list[str]]:
                 if loader.dups_by_id else [])
         if _SURROGATE_ESCAPE.search(body):
             converted = _fix_surrogates(converted)
-    except yaml.YAMLError as e:
+    except (yaml.YAMLError, ValueError) as e:  # ValueError: an int of over 4,300 digits
         raise DecodeError(f"error converting YAML to JSON: yaml: {e}") from None
     except RecursionError:
         raise DecodeError("error converting YAML to JSON: exceeded max depth") from None

@@ -271,3 +271,26 @@ async def test_merge_patch_is_read_as_go_reads_it(client) -> None:
     r = await client.patch(f"{CM}/mp", data=b'{"data":{"k":"a\\ud800b"}}', headers=merge)
     assert r.status == 200, await r.text()
     assert (await r.json())["data"]["k"] == "a\ufffdb"
+
+
+async def test_numbers_beyond_int64_are_float64_not_a_500(client) -> None:
+    """Upstream decodes a whole number beyond int64 as a float64; kept as a Python int it
+    could not be encoded again (strategic merge patch and apply answered 500)."""
+    await create_cm(client, "big")
+    for number in (b"18446744073709551616", b"-9223372036854775809"):
+        r = await client.patch(f"{CM}/big", data=b'{"foo":' + number + b"}",
+                               headers={"Content-Type": "application/strategic-merge-patch+json"})
+        assert r.status == 200, await r.text()
+        r = await client.patch(f"{CM}/big?fieldManager=m", data=(
+            b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big}\nfoo: " + number + b"\n"),
+            headers={"Content-Type": "application/apply-patch+yaml"})
+        assert r.status == 400, await r.text()  # apply is strict about unknown fields
+        assert "field not declared in schema" in (await r.json())["message"]
+        r = await client.patch(f"{CM}/big?fieldManager=m", data=(
+            b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big, generation: " + number
+            + b"}\n"), headers={"Content-Type": "application/apply-patch+yaml"})
+        assert r.status in (200, 400, 422), await r.text()
+    for body, ctype in ((b"metadata: {name: huge}\nfoo: 1" + b"0" * 5000 + b"\n", "yaml"),
+                        (b'{"metadata":{"name":"huge"},"foo":1' + b"0" * 5000 + b"}", "json")):
+        r = await client.post(CM, data=body, headers={"Content-Type": f"application/{ctype}"})
+        assert r.status == 400, (ctype, await r.text())
