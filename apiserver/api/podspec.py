@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_UP, Decimal, InvalidOperation, localcontext
 from typing import TYPE_CHECKING, Any, Final, TypeGuard
 
 from apiserver.registry import validation as v
@@ -82,11 +82,19 @@ _DECIMAL: Final = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T"
 _DEC_SUFFIX: Final = {e: s for s, e in _DECIMAL.items()}
 
 
+# Upstream caps a quantity's magnitude at the largest int64 and rounds a non-zero value away
+# from zero to a whole number of nano units (resource.ParseQuantity); an exponent must fit an
+# int32.
+_MAX_QUANTITY: Final = Decimal(2**63 - 1)
+_NANO: Final = Decimal("1e-9")
+_INT32_MAX: Final = 2**31 - 1
+
+
 def parse_quantity(text: Any) -> tuple[Decimal, str] | None:
     """(value, format) of a quantity string; format is "BinarySI", "DecimalSI" or
     "DecimalExponent"; None when it does not parse."""
     if _is_int(text):
-        return Decimal(text), "DecimalSI"
+        return _bounded(Decimal(text)), "DecimalSI"
     if not isinstance(text, str):
         return None
     return _parse_quantity_text(text)
@@ -103,10 +111,35 @@ def _parse_quantity_text(text: str) -> tuple[Decimal, str] | None:
         return None
     suffix = m.group(2) or ""
     if suffix in _BINARY:
-        return num * (Decimal(1024) ** _BINARY[suffix]), "BinarySI"
-    if suffix[:1] in ("e", "E"):
-        return num.scaleb(int(suffix[1:])), "DecimalExponent"
-    return num.scaleb(_DECIMAL[suffix]), "DecimalSI"
+        # exact: at most 6 factors of 1024 on the digits given
+        with localcontext() as ctx:
+            ctx.prec = len(num.as_tuple().digits) + 20
+            return _bounded(num * (Decimal(1024) ** _BINARY[suffix])), "BinarySI"
+    if len(suffix) > 1:  # e<n> / E<n>; "E" alone is exa
+        exp = int(suffix[1:])
+        if abs(exp) > _INT32_MAX:
+            return None
+        return _bounded(num, exp), "DecimalExponent"
+    return _bounded(num, _DECIMAL[suffix]), "DecimalSI"
+
+
+def _bounded(num: Decimal, exp10: int = 0) -> Decimal:
+    """``num`` * 10**``exp10`` rounded away from zero to nano units, capped at the largest
+    int64 (sign kept), without ever building a number beyond those bounds."""
+    if num.is_zero():
+        return Decimal(0)
+    sign = -1 if num.is_signed() else 1
+    magnitude = abs(num).adjusted() + exp10  # 10**magnitude <= |value| < 10**(magnitude+1)
+    if magnitude > 18:
+        value = _MAX_QUANTITY
+    elif magnitude < -10:
+        value = _NANO  # non-zero: at least one nano unit
+    else:
+        with localcontext() as ctx:
+            ctx.prec = len(num.as_tuple().digits) + 40
+            value = abs(num).scaleb(exp10).quantize(_NANO, rounding=ROUND_UP)
+            value = min(value, _MAX_QUANTITY)
+    return value if sign > 0 else -value
 
 
 @functools.lru_cache(maxsize=4096)

@@ -147,6 +147,15 @@ def test_template_and_pod_only_defaults() -> None:
     ("1000m", "1"), ("1500m", "1500m"), ("0.5", "500m"), ("1024Mi", "1Gi"), ("1536Mi", "1536Mi"),
     ("128974848", "128974848"), ("129e6", "129e6"), ("1k", "1k"), ("0", "0"), ("100Mi", "100Mi"),
     ("1e3", "1e3"), ("2000", "2k"), ("0.1Gi", "107374182400m"), ("junk", "junk"),
+    # "E" alone is exa (it was read as an exponent without digits: a 500)
+    ("1E", "1E"), ("2E", "2E"), ("0E", "0"), ("1.5E", "1500P"), ("1E3", "1e3"),
+    # upstream caps the magnitude at the largest int64 (this was rounded to 28 digits)
+    ("99999999999999999999999999999999", "9223372036854775807"), ("8Ei", "9223372036854775807"),
+    ("-99999999999999999999999E", "-9223372036854775807"), ("1e999999", "9223372036854775807"),
+    # non-zero values round away from zero to a nano unit
+    ("0.0000000001", "1n"), ("-1.5n", "-2n"), ("1e-999999", "1e-9"),
+    # an exponent beyond int32 does not parse (it raised)
+    ("1e9999999999", "1e9999999999"),
 ])
 def test_quantity_canonical_form(text: str, canonical: str) -> None:
     assert canonical_quantity(text) == canonical

@@ -294,3 +294,12 @@ async def test_numbers_beyond_int64_are_float64_not_a_500(client) -> None:
                         (b'{"metadata":{"name":"huge"},"foo":1' + b"0" * 5000 + b"}", "json")):
         r = await client.post(CM, data=body, headers={"Content-Type": f"application/{ctype}"})
         assert r.status == 400, (ctype, await r.text())
+
+
+async def test_exa_quantities_are_quantities(real) -> None:
+    """A memory limit of "1E" (10**18) is valid upstream; it answered 500."""
+    pod = {"metadata": {"name": "exa"}, "spec": {"containers": [{
+        "name": "c", "image": "nginx", "resources": {"limits": {"memory": "1E"}}}]}}
+    r = await real.post("/api/v1/namespaces/default/pods", json=pod)
+    assert r.status == 201, await r.text()
+    assert (await r.json())["spec"]["containers"][0]["resources"]["limits"] == {"memory": "1E"}
