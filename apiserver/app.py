@@ -340,9 +340,11 @@ async def serve(options: ServerOptions, *, allinone: bool,
     gc_thaw: asyncio.Task[None] | None = None
     try:
         app = build_app(options, backends)
+        # auto_decompress off: a request's Content-Encoding is not decoded (Go's server does
+        # not either; the bytes are the body), so a mislabelled body is a 400, not a 500.
         runner = web.AppRunner(app, handle_signals=False, access_log=None,
                                shutdown_timeout=options.request_timeout,
-                               keepalive_timeout=75.0)
+                               keepalive_timeout=75.0, auto_decompress=False)
         await runner.setup()
         site = web.TCPSite(runner, options.bind_address, options.secure_port,
                            ssl_context=ssl_ctx, backlog=1024, reuse_address=True)
