@@ -71,6 +71,15 @@ def method_not_allowed() -> APIError:
                               "the server does not allow this method on the requested resource")
 
 
+def _under_a_namespace(info: RequestInfo) -> bool:
+    """Whether a namespaces request came as a resource inside a namespace
+    (``/api/v1/namespaces/a/namespaces[/b]``), a path upstream does not serve. Its request
+    info reads the namespace from the path, as for ``/api/v1/namespaces/a`` itself, where
+    only ``status`` and ``finalize`` may follow."""
+    segments = info.path.strip("/").split("/")  # api, v1, namespaces, a, ...
+    return len(segments) > 4 and segments[4] not in ("status", "finalize")
+
+
 def _route(info: RequestInfo, store: RESTStore) -> Handler:
     """The handler for ``info`` on ``store``, or the 404/405 upstream's routes give."""
     ri = store.info
@@ -84,7 +93,8 @@ def _route(info: RequestInfo, store: RESTStore) -> Handler:
         if on_item:
             raise not_found()
         path_verbs = ALL_NAMESPACES_VERBS
-    elif not ri.namespaced and info.namespace and ri.resource != "namespaces":
+    elif not ri.namespaced and info.namespace and (
+            ri.resource != "namespaces" or _under_a_namespace(info)):
         raise not_found()
     served = {v for v in ri.verbs if v in path_verbs}
     if on_item and "watch" in ri.verbs and "get" in served:

@@ -122,3 +122,24 @@ async def test_create_on_subresource(client, stores) -> None:
     assert r.status == 400
     r = await client.get(path)
     assert r.status == 405
+
+
+async def test_namespaces_are_not_a_resource_inside_a_namespace(client, stores) -> None:
+    """``/api/v1/namespaces/a/namespaces[/b]`` is no route upstream (404); it was served, and
+    a POST there created a namespace under the authorization of namespace ``a``."""
+    r = await client.post("/api/v1/namespaces", json={"metadata": {"name": "a"}})
+    assert r.status == 201
+    r = await client.post("/api/v1/namespaces", json={"metadata": {"name": "namespaces"}})
+    assert r.status == 201
+    for method, path in (("GET", "/api/v1/namespaces/a/namespaces"),
+                         ("GET", "/api/v1/namespaces/a/namespaces/a"),
+                         ("GET", "/api/v1/namespaces/a/namespaces/namespaces"),
+                         ("DELETE", "/api/v1/namespaces/a/namespaces/a"),
+                         ("POST", "/api/v1/namespaces/missing/namespaces")):
+        r = await client.request(method, path, json={"metadata": {"name": "x"}})
+        assert r.status == 404, (method, path, await r.text())
+    assert (await client.get("/api/v1/namespaces/x")).status == 404  # nothing was created
+    for path in ("/api/v1/namespaces/a", "/api/v1/namespaces/a/status",
+                 "/api/v1/namespaces/namespaces", "/api/v1/namespaces"):
+        r = await client.get(path)
+        assert r.status == 200, (path, await r.text())
