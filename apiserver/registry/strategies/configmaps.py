@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from apiserver import status
 from apiserver.api.decode import base64_error_offset
@@ -33,6 +33,29 @@ def decode_base64_map(data: object, kind: str) -> int:
         clean = val.replace("\r", "").replace("\n", "")
         size += len(base64.b64decode(clean)) if clean else 0
     return size
+
+
+def canonical_base64_map(obj: dict[str, Any], field: str, kind: str) -> None:
+    """Check ``obj[field]`` as ``decode_base64_map`` does, then write each value as the bytes
+    it stands for encode. Upstream keeps bytes, so line breaks in the base64 (Go's decoder
+    skips them) or stray bits in its last character are gone when the object is read back;
+    kept, they also broke the object's protobuf encoding. A new map replaces the old one
+    (which may be shared with the stored object) only when something changed."""
+    data = obj.get(field)
+    decode_base64_map(data, kind)
+    if not isinstance(data, dict):
+        return
+    fixed: dict[str, Any] | None = None
+    for key, val in data.items():
+        if isinstance(val, str) and val:
+            encoded = base64.b64encode(
+                base64.b64decode(val.replace("\r", "").replace("\n", ""))).decode()
+            if encoded != val:
+                if fixed is None:
+                    fixed = dict(data)
+                fixed[key] = encoded
+    if fixed is not None:
+        obj[field] = fixed
 
 
 def validate_data_map(data: object, field: str, *, binary: bool) -> tuple[list[Cause], int]:
@@ -77,7 +100,7 @@ class ConfigMapStrategy(Strategy):
                     "immutable": "bool"}
 
     def default(self, obj: Object) -> None:
-        decode_base64_map(obj.get("binaryData"), self.kind)
+        canonical_base64_map(obj, "binaryData", self.kind)
 
     def validate(self, obj: Object) -> list[Cause]:
         causes, size = validate_data_map(obj.get("data"), "data", binary=False)

@@ -14,6 +14,7 @@ from apiserver import selectors
 from apiserver.registry import validation as v
 from apiserver.registry.strategies.configmaps import (
     MAX_SIZE,
+    canonical_base64_map,
     decode_base64_map,
     immutable_causes,
     validate_data_map,
@@ -148,7 +149,7 @@ class SecretStrategy(Strategy):
         if not obj.get("type"):
             obj["type"] = "Opaque"
         # stringData is write-only: merged into data (base64), overriding keys of data
-        decode_base64_map(obj.get("data"), self.kind)
+        canonical_base64_map(obj, "data", self.kind)
         string_data = obj.pop("stringData", None)
         if isinstance(string_data, dict) and string_data:
             data = dict_at(obj, "data")
