@@ -88,6 +88,7 @@ def default_object(scope: Scope, obj: Object) -> None:
         return
     try:
         strategy.default(obj)
+        strategy.drop_empty_fields(obj)
     except (TypeError, AttributeError, KeyError, ValueError, IndexError):
         pass
 

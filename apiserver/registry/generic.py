@@ -313,6 +313,7 @@ class GenericStore:
         meta.pop("deletionTimestamp", None)
         meta.pop("deletionGracePeriodSeconds", None)
         self.strategy.default(obj)
+        self.strategy.drop_empty_fields(obj)
         self.strategy.prepare_for_create(obj)
         if meta.get("generateName") and not meta.get("name"):
             meta["name"] = generate_name(str(meta["generateName"]))

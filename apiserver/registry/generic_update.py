@@ -220,6 +220,7 @@ def before_update(store: GenericStore, ctx: Context, obj: Object, old: Object) -
     else:
         meta.pop("generation", None)
     store.strategy.default(obj)
+    store.strategy.drop_empty_fields(obj)
     store.strategy.prepare_for_update(obj, old)
     if not meta.get("uid"):
         meta["uid"] = om.get("uid")

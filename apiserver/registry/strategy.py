@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
 
 from apiserver import selectors
 from apiserver.api import printers
@@ -42,6 +42,11 @@ class Allocation(Protocol):
 
     async def rollback(self) -> None:
         """The write failed: release what was reserved for it."""
+
+
+# ObjectMeta's maps and lists, all ``omitempty`` upstream (managedFields is not here: an empty
+# list in a request asks for its reset).
+_META_OMIT_EMPTY: Final = ("labels", "annotations", "finalizers", "ownerReferences")
 
 
 class Strategy:
@@ -98,6 +103,24 @@ class Strategy:
 
     def default(self, obj: Object) -> None:
         """Defaulting of the served version (upstream SetDefaults_*), on create and update."""
+
+    # Top-level fields Go writes with omitempty that this kind holds as maps or lists: empty,
+    # they are not kept (ObjectMeta's are dropped for every kind: drop_empty_fields).
+    omit_empty: tuple[str, ...] = ()
+
+    def drop_empty_fields(self, obj: Object) -> None:
+        """What an object read back from upstream lacks when it was sent empty: Go decodes
+        into typed structs whose optional maps and lists are ``omitempty``, so ``labels: {}``
+        or ``finalizers: []`` are gone (and own no field). Run before the field manager and
+        the store's checks."""
+        meta = obj.get("metadata")
+        if type(meta) is dict:
+            for key in _META_OMIT_EMPTY:
+                if key in meta and meta[key] in ({}, []):
+                    del meta[key]
+        for key in self.omit_empty:
+            if key in obj and obj[key] in ({}, []):
+                del obj[key]
 
     def prepare_for_create(self, obj: Object) -> None:
         if self.has_status:

@@ -98,6 +98,7 @@ class ConfigMapStrategy(Strategy):
     allow_create_on_update = False
     typed_fields = {"data": "map[string]string", "binaryData": "map[string][]uint8",
                     "immutable": "bool"}
+    omit_empty = ("data", "binaryData")
 
     def default(self, obj: Object) -> None:
         canonical_base64_map(obj, "binaryData", self.kind)

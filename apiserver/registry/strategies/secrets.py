@@ -141,6 +141,7 @@ class SecretStrategy(Strategy):
     field_getters = {"type": selectors.path_getter("type")}
     typed_fields = {"data": "map[string][]uint8", "stringData": "map[string]string",
                     "type": "string", "immutable": "bool"}
+    omit_empty = ("data",)
 
     def field_label_error(self, label: str) -> str:
         return selectors.core_unsupported(label)

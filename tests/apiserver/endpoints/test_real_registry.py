@@ -165,3 +165,29 @@ async def test_base64_data_is_kept_as_the_bytes_it_encodes(real) -> None:
     assert r.status == 200, await r.text()
     r = await real.post(f"{ns}/secrets", json={"metadata": {"name": "bad"}, "data": {"a": "YQ"}})
     assert r.status == 400  # unpadded: Go's decoder refuses it
+
+
+async def test_empty_optional_maps_and_lists_are_not_kept(real) -> None:
+    """Go's typed objects write these with omitempty: sent empty, they read back absent and
+    no manager owns them."""
+    ns = "/api/v1/namespaces/default"
+    r = await real.post(f"{ns}/configmaps?fieldManager=m", json={"metadata": {
+        "name": "empty", "labels": {}, "annotations": {}, "finalizers": [],
+        "ownerReferences": []}, "data": {}, "binaryData": {}})
+    assert r.status == 201, await r.text()
+    obj = await r.json()
+    assert set(obj) == {"kind", "apiVersion", "metadata"}
+    meta = obj["metadata"]
+    assert not {"labels", "annotations", "finalizers", "ownerReferences"} & set(meta)
+    owned = orjson.dumps([e.get("fieldsV1") for e in meta.get("managedFields", [])])
+    assert b"f:labels" not in owned and b"f:data" not in owned
+    r = await real.patch(f"{ns}/configmaps/empty", data=b'{"metadata":{"labels":{"a":"b"}}}',
+                         headers={"Content-Type": "application/merge-patch+json"})
+    assert (await r.json())["metadata"]["labels"] == {"a": "b"}
+    r = await real.patch(f"{ns}/configmaps/empty", data=b'{"metadata":{"labels":{"a":null}}}',
+                         headers={"Content-Type": "application/merge-patch+json"})
+    assert "labels" not in (await r.json())["metadata"]
+    r = await real.post(f"{ns}/secrets", json={"metadata": {"name": "empty"}, "data": {},
+                                               "stringData": {}})
+    assert r.status == 201, await r.text()
+    assert "data" not in await r.json()
