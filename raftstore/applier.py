@@ -504,9 +504,14 @@ class EtcdStateMachine:
     def _txn_ops(
         self, txn: StoreTxnWrite, req: pb.TxnRequest, path: Iterator[bool], resp: pb.TxnResponse
     ) -> None:
+        """etcd's ``applyTxn``. Each inner response's header revision is what etcd's
+        ``storeTxnWrite`` answers for that op: a range reads at the txn's view revision; a put
+        answers ``begin_rev + 1``; a delete the view revision after it (``begin_rev`` while
+        the txn has changed nothing, e.g. a DeleteRange of nothing first in the txn). A nested
+        txn's header stays empty (etcd's ``newTxnResp`` leaves it zero; only the outermost
+        response gets the revision and the member fields)."""
         ok = next(path)
         resp.succeeded = ok
-        write_rev = self.store.rev + 1
         for op in req.success if ok else req.failure:
             out = resp.responses.add()
             kind = op.WhichOneof("request")
@@ -514,13 +519,13 @@ class EtcdStateMachine:
                 out.response_range.CopyFrom(range_view(txn, op.request_range))
             elif kind == "request_put":
                 out.response_put.CopyFrom(self._put(txn, op.request_put))
-                out.response_put.header.revision = write_rev
+                out.response_put.header.revision = txn.view_rev
             elif kind == "request_delete_range":
                 out.response_delete_range.CopyFrom(
                     self._delete_range(txn, op.request_delete_range)
                 )
-                out.response_delete_range.header.revision = write_rev
+                out.response_delete_range.header.revision = txn.view_rev
             elif kind == "request_txn":
                 self._txn_ops(txn, op.request_txn, path, out.response_txn)
-                out.response_txn.header.revision = write_rev
+                out.response_txn.header.SetInParent()
             # An empty RequestOp gets an empty ResponseOp, as etcd.

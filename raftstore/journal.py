@@ -298,6 +298,15 @@ class DurableJournal(Journal):  # type: ignore[misc]
         back and replication.py cuts the journal at the snapshot's boundary again."""
         if entryTo <= 0:
             return
+        # pysyncobj asks to drop everything up to the index of a snapshot taken at its last
+        # applied entry. If its log was truncated below that index while the snapshot was
+        # being written (an append whose prevLogIdx lies behind this log truncates it, already
+        # applied entries included), entryTo is past the end. Those entries are all covered
+        # by the snapshot; keep the last one, since pysyncobj reads ``log[0]`` everywhere (its
+        # own journals slice, which empties the log and fails later instead of here).
+        entryTo = min(entryTo, len(self._entries) - 1)
+        if entryTo <= 0:
+            return
         start = self._ends[entryTo - 1]
         if start >= _DEAD_PREFIX and start > 2 * (self._size - start):
             self._rewrite(self._entries[entryTo:])

@@ -293,6 +293,11 @@ class _SyncingTransport(TCPTransport):  # type: ignore[misc]
         # While a follower handles an append tagged for a read round: (leader, tag, term), the
         # echo its answer carries (readindex.py).
         self._echo: tuple[Any, int, int] | None = None
+        # Large entries travel in chunks (see _label_chunk / _join_chunks): per peer, the
+        # bytes of the pickled entry still to send (leader), and the chunks received so far
+        # (follower).
+        self._chunk_left: dict[Any, int] = {}
+        self._chunk_parts: dict[Any, list[bytes]] = {}
 
     def send(self, node: Any, message: Any) -> bool:
         # A follower's acknowledgement of appended entries is held until the journal is on
@@ -304,6 +309,8 @@ class _SyncingTransport(TCPTransport):  # type: ignore[misc]
         # its disk: _RaftNode.__applyLogEntries), as etcd's leader does (Raft thesis 10.2.1).
         # Forwarding a proposal and telling the proposer its log index promise nothing about
         # durability.
+        if message.get("transmission") is not None:
+            self._label_chunk(node, message)
         journal = self.journal
         if journal is None:
             return bool(super().send(node, message))
@@ -323,6 +330,72 @@ class _SyncingTransport(TCPTransport):  # type: ignore[misc]
         elif journal.dirty and kind != "append_entries" and kind not in _NO_SYNC_MESSAGES:
             journal.sync()
         return bool(super().send(node, message))
+
+    # Large entries. pysyncobj 0.3.17 sends an entry whose command is at least
+    # appendEntriesBatchSizeBytes (64 KiB) as chunks of its pickle, labelled start / process /
+    # finish, and the follower unpickles what it gathered when "finish" arrives. But the
+    # sender picks the "finish" chunk by comparing with the length of the *command*
+    # (``len(entries[0][0])``), not of the pickled entry, which is longer: by the (command,
+    # index, term) framing, and (protocol 2 pickles bytes as latin-1 text written in UTF-8)
+    # by one more byte for every byte >= 0x80 of the command. Whenever a multiple of 64 KiB
+    # falls between the two lengths (a Put of 131,072 - d bytes, d < 160; most large binary
+    # values), "finish" goes out one chunk early: the follower unpickles a truncated buffer
+    # (UnpicklingError / EOFError / IndexError fail its tick), and the last chunk, labelled
+    # "finish" again, only completes the buffer by luck if it is read in a later tick.
+    #
+    # Both ends are fixed here without changing what travels, so members with and without
+    # the fix keep working together: the leader relabels its chunks by the pickled entry's
+    # real length (right for a follower of any version), and a follower joins the chunks
+    # itself and treats a "finish" that does not yet complete a pickle as "process" (right
+    # for a leader of any version). A completed entry is handed to pysyncobj as an ordinary
+    # append of one entry, which every version understands.
+
+    def _label_chunk(self, node: Any, message: dict[str, Any]) -> None:
+        """(Leader, raft thread) give the chunk of an entry its right label."""
+        data = message.get("data") or b""
+        if message["transmission"] == "start":
+            # The chunks are slices of pickle.dumps(entry) of the entry after prevLogIdx,
+            # all sent in one __sendAppendEntries call: pickle it again for its length.
+            raft = self._syncObj
+            entries = raft._SyncObj__getEntries(message["prevLogIdx"] + 1, 1)
+            if entries:
+                self._chunk_left[node] = len(_pso_pickle.dumps(entries[0])) - len(data)
+            else:
+                self._chunk_left.pop(node, None)
+            return
+        left = self._chunk_left.get(node)
+        if left is None:
+            return  # not started through here: leave pysyncobj's label
+        left -= len(data)
+        if left > 0:
+            self._chunk_left[node] = left
+            message["transmission"] = "process"
+        else:
+            del self._chunk_left[node]
+            message["transmission"] = "finish"
+
+    def _join_chunks(self, node: Any, message: dict[str, Any]) -> dict[str, Any]:
+        """(Follower, raft thread) gather an entry's chunks; the message to hand pysyncobj."""
+        transmission = message["transmission"]
+        data = message.get("data") or b""
+        if transmission == "start":
+            self._chunk_parts[node] = [data]
+            return message
+        parts = self._chunk_parts.get(node)
+        if parts is None:
+            return message  # its start was not seen: let pysyncobj decide, as before
+        parts.append(data)
+        if transmission != "finish":
+            return message
+        try:
+            entry = _pso_pickle.loads(b"".join(parts))
+        except Exception:  # noqa: BLE001 - a truncated pickle fails in many ways
+            # An early "finish" from a leader without the fix: more chunks follow.
+            return {**message, "transmission": "process"}
+        del self._chunk_parts[node]
+        whole = {k: v for k, v in message.items() if k not in ("transmission", "data")}
+        whole["entries"] = [entry]
+        return whole
 
     @property
     def holding(self) -> bool:
@@ -385,6 +458,8 @@ class _SyncingTransport(TCPTransport):  # type: ignore[misc]
         def received(node: Any, message: Any) -> None:
             keep = None
             kind = message.get("type") if isinstance(message, dict) else None
+            if kind == "append_entries" and message.get("transmission") is not None:
+                message = self._join_chunks(node, message)
             if kind == "next_node_idx":
                 if message.get("success") and not message.get("reset"):
                     keep = raft._SyncObj__raftNextIndex.get(node)
@@ -936,8 +1011,17 @@ class Replication:
         return int(self._node.raftCurrentTerm)
 
     def leader_id(self) -> int:
-        leader = self._node._getLeader()
+        """The leader this member follows, 0 if none. As in etcd's raft, a follower that has
+        not heard from its leader for its election timeout has none: etcd's raft resets
+        ``lead`` when it turns (pre-)candidate at that point. pysyncobj clears its leader only
+        when it starts an election, which it never does while no peer is connected (the
+        survivor of a quorum loss kept reporting the dead leader), so the election deadline
+        it keeps (pushed back by every append from the leader) is checked here."""
+        node = self._node
+        leader = node._getLeader()
         if leader is None:
+            return 0
+        if not node._isLeader() and node._SyncObj__raftElectionDeadline < _pso_monotonic():
             return 0
         name = self._addr_to_name.get(getattr(leader, "address", str(leader)))
         return self._member_ids.get(name, 0) if name else 0

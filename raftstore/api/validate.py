@@ -67,25 +67,22 @@ def _check_op(op: pb.RequestOp, max_ops: int) -> None:
         raise EtcdError(KEY_NOT_FOUND)  # etcd answers an empty op so
 
 
-_INF = None  # an interval end of None is +infinity
-
-
 class _Dels:
-    """Delete intervals [start, end) with end None = unbounded (etcd's interval tree)."""
+    """Delete intervals [start, end), compared as etcd's checkIntervals compares them: with
+    adt.StringAffineComparable over the literal bytes. ``range_end`` b"\\0" is *not* +infinity
+    there (unlike a range read): [key, "\\0") is empty for every non-empty key, so a
+    ``DeleteRange(key, "\\0")`` overlaps no put. A reversed or empty interval overlaps
+    nothing either. (etcd's Union of nested intervals skips those ending in "\\0", which are
+    empty anyway.)"""
 
     def __init__(self) -> None:
-        self.ivs: list[tuple[bytes, bytes | None]] = []
+        self.ivs: list[tuple[bytes, bytes]] = []
 
     def add(self, r: pb.DeleteRangeRequest) -> None:
-        if not r.range_end:
-            self.ivs.append((r.key, r.key + b"\0"))
-        elif r.range_end == b"\0":
-            self.ivs.append((r.key, _INF))
-        else:
-            self.ivs.append((r.key, r.range_end))
+        self.ivs.append((r.key, r.range_end or r.key + b"\0"))
 
     def hits(self, key: bytes) -> bool:
-        return any(s <= key and (e is None or key < e) for s, e in self.ivs)
+        return any(s <= key < e for s, e in self.ivs)
 
 
 def _intervals(ops: object) -> tuple[set[bytes], _Dels]:

@@ -36,13 +36,16 @@ from raftstore.api.common import Api, streaming
 from raftstore.api.convert import event_to_pb
 from raftstore.api.pb import rpc_pb2 as pb
 from raftstore.api.pb import rpc_pb2_grpc
-from raftstore.errors import MAX_REQUEST_BYTES
+from raftstore.errors import GRPC_OVERHEAD_BYTES, MAX_REQUEST_BYTES
 from raftstore.mvcc.types import CompactedError, Event, EventType
 
 log = logging.getLogger(__name__)
 
 MAX_PENDING: Final = 1024  # event responses queued per watch before it is cancelled
 HISTORY_BATCH_REVS: Final = 1000  # etcd's watchBatchMaxRevs
+# etcd fragments at its server's maxRequestBytes, which is MaxRequestBytes plus
+# grpcOverheadBytes (512 KiB): 2 MiB by default, not 1.5 MiB.
+FRAGMENT_BYTES: Final = MAX_REQUEST_BYTES + GRPC_OVERHEAD_BYTES
 PROGRESS_INTERVAL: float = 600.0  # etcd's progressReportInterval (tests lower it)
 
 SLOW_CONSUMER_REASON: Final = (
@@ -50,6 +53,7 @@ SLOW_CONSUMER_REASON: Final = (
     "(more than {n} responses pending); re-watch from the last received revision"
 )
 DUPLICATE_ID_REASON: Final = "mvcc: duplicate watch ID provided on the WatchStream"
+EMPTY_RANGE_REASON: Final = "mvcc: watcher range is empty"
 
 _Create = pb.WatchCreateRequest
 
@@ -147,6 +151,12 @@ class _Stream:
         key = req.key or b"\0"  # etcd: an empty key is the smallest key
         end = req.range_end or None
         filters = set(req.filters)
+        if end is not None and end != b"\0" and key >= end:
+            # etcd's watchStream.Watch refuses an empty range before it picks an id (so the
+            # next watch still gets the id this one would have had).
+            self._put(self._resp(-1, self.api.state.revision, created=True, canceled=True,
+                                 cancel_reason=EMPTY_RANGE_REASON))
+            return
         if req.watch_id != 0:
             wid = req.watch_id
             if wid in self.watches:
@@ -255,15 +265,17 @@ class _Stream:
                              cancel_reason=SLOW_CONSUMER_REASON.format(n=MAX_PENDING)))
 
     def _compacted(self, w: _Watch, compact_rev: int) -> None:
-        """etcd: a watch that needs compacted history gets compact_revision and is
-        canceled (clientv3 turns that into ErrCompacted)."""
+        """etcd: a watch that needs compacted history (or has a negative start revision below
+        the compact revision, -1 before any compaction) gets compact_revision and is canceled
+        (clientv3 turns that into ErrCompacted). As etcd's sendLoop: the header carries no
+        revision (the store's WatchResponse has none), and ``canceled`` is
+        ``compact_revision != 0``, so after a Compact(0) the response cancels nothing on the
+        client's side although the watch is gone."""
         if self.watches.get(w.id) is not w:
             return
         del self.watches[w.id]
         self._drop(w)
-        resp = self._resp(w.id, self.api.state.revision, canceled=True)
-        resp.compact_revision = compact_rev
-        self._put(resp)
+        self._put(self._resp(w.id, 0, canceled=compact_rev != 0, compact_revision=compact_rev))
 
     def _drop(self, w: _Watch) -> None:
         if w.canceled:
@@ -324,7 +336,7 @@ class _Stream:
                 if item.counted and out.qsize():
                     resp = self._merge_queued(w, resp)
             if w is not None and w.fragment and len(resp.events) > 1 \
-                    and resp.ByteSize() > MAX_REQUEST_BYTES:
+                    and resp.ByteSize() >= FRAGMENT_BYTES:
                 for part in _fragments(resp):
                     yield part
             else:
@@ -373,18 +385,42 @@ def _history_batches(events: list[Event]) -> list[list[Event]]:
 
 
 def _fragments(resp: pb.WatchResponse) -> list[pb.WatchResponse]:
-    """etcd's sendFragments: split the events over responses of at most MAX_REQUEST_BYTES;
-    every part but the last has fragment=true."""
+    """etcd's sendFragments: each part (fragment=true but the last) takes events while its
+    encoded size stays under FRAGMENT_BYTES, and at least one. The caller only splits a
+    response of two events or more whose size is at least FRAGMENT_BYTES. Sizes are added up
+    per event (a repeated field's encoding is the sum of its elements') instead of encoding
+    the growing part again for every event."""
     parts: list[pb.WatchResponse] = []
-    cur = pb.WatchResponse(header=resp.header, watch_id=resp.watch_id)
+    base = pb.WatchResponse(header=resp.header, watch_id=resp.watch_id, fragment=True)
+    base_size = base.ByteSize()
+    cur: list[Any] = []
+    size = base_size
     for ev in resp.events:
-        if cur.events and cur.ByteSize() + ev.ByteSize() > MAX_REQUEST_BYTES:
-            cur.fragment = True
-            parts.append(cur)
-            cur = pb.WatchResponse(header=resp.header, watch_id=resp.watch_id)
-        cur.events.append(ev)
-    parts.append(cur)
+        ev_size = _EVENT_TAG_BYTES + _varint_len(n := ev.ByteSize()) + n
+        if cur and size + ev_size >= FRAGMENT_BYTES:
+            parts.append(_part(base, cur, fragment=True))
+            cur, size = [], base_size
+        cur.append(ev)
+        size += ev_size
+    parts.append(_part(base, cur, fragment=False))
     return parts
+
+
+def _part(base: pb.WatchResponse, events: list[Any], fragment: bool) -> pb.WatchResponse:
+    part = pb.WatchResponse()
+    part.CopyFrom(base)
+    part.fragment = fragment
+    part.events.extend(events)
+    return part
+
+
+def _varint_len(n: int) -> int:
+    return max(1, (n.bit_length() + 6) // 7)
+
+
+# WatchResponse.events is field 11: a one-byte tag (11 << 3 | 2 < 128) before each event's
+# length and bytes.
+_EVENT_TAG_BYTES: Final = 1
 
 
 class WatchService(rpc_pb2_grpc.WatchServicer):

@@ -44,7 +44,7 @@ class KV(Protocol):
 
     @property
     def compact_rev(self) -> int:
-        """Last compacted revision (0 when never compacted)."""
+        """Last compacted revision (-1 when never compacted, as etcd's compactMainRev)."""
 
     def range(self, key: bytes, end: bytes | None, opts: RangeOptions) -> RangeResult:
         """Live keys in [key, end) at ``opts.rev`` (0: current). ``end`` None means just
@@ -82,9 +82,10 @@ class KV(Protocol):
         ``start_rev`` in revision order (``start_rev`` 0: none, start at current + 1); after
         that, ``callback`` receives the events of each committed transaction that touch the
         range, in revision order, from the writer's thread. No event is lost or repeated
-        between history and callback. Raises CompactedError when 0 < start_rev < compact_rev
-        (etcd's ``minRev < compactRev``; a watch from exactly compact_rev gets the puts that
-        survived there, without their compacted prev_kv).
+        between history and callback. Raises CompactedError when start_rev != 0 and
+        start_rev < compact_rev (etcd's ``minRev < compactRev``, negative start revisions
+        included; a watch from exactly compact_rev gets the puts that survived there, without
+        their compacted prev_kv).
         A ``start_rev`` in the future is allowed (events arrive once the store reaches it)."""
 
     def cancel_watch(self, watcher_id: int) -> None:

@@ -64,7 +64,9 @@ class KVStore:
         self.index: dict[bytes, KeyIndex] = {}
         self.keys = SortedKeys()
         self._rev = 1
-        self._compact_rev = 0
+        # etcd's compactMainRev starts at -1: Compact(0) on a store never compacted succeeds
+        # (and sets it to 0), HashKV reports compact_revision -1 until then.
+        self._compact_rev = -1
         self.log: list[LogEntry] = []
         self.log_start = 2
         self.watchers = WatcherGroup()
@@ -171,8 +173,10 @@ class KVStore:
         """``KV.watch``. ``on_compacted`` (an extension) is called with the compacted
         revision, and the watcher cancelled, if a ``restore`` jumps past events the watcher
         has not seen and that the restored state no longer holds."""
-        # etcd's chooseAll: a watcher is compacted when minRev < compactRev.
-        if 0 < start_rev < self._compact_rev:
+        # etcd's chooseAll: a watcher is compacted when minRev < compactRev. minRev is
+        # start_rev unless start_rev is 0 (or in the future): a negative one is compacted as
+        # soon as it is below compactRev, which is -1 before any compaction.
+        if start_rev != 0 and start_rev < self._compact_rev:
             raise CompactedError(self._compact_rev)
         if start_rev <= 0:
             events: list[Event] = []

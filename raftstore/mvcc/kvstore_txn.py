@@ -41,12 +41,17 @@ class StoreTxnWrite:
         if self._done:
             raise TxnClosedError("mvcc: transaction already ended")
 
-    def _view_rev(self) -> int:
+    @property
+    def view_rev(self) -> int:
+        """The revision this transaction reads at: ``begin_rev`` until it changes something,
+        ``begin_rev + 1`` after. etcd's ``storeTxnWrite`` reports the same one, as ``Range``'s
+        revision and as ``DeleteRange``'s (so a delete that deletes nothing in a transaction
+        that changed nothing yet answers ``begin_rev``)."""
         return self._begin_rev + 1 if self._changes else self._begin_rev
 
     def range(self, key: bytes, end: bytes | None, opts: RangeOptions) -> RangeResult:
         self._check()
-        return self._store.range_at(key, end, opts, self._view_rev())
+        return self._store.range_at(key, end, opts, self.view_rev)
 
     def put(self, key: bytes, value: bytes, lease: int = 0) -> KeyValue | None:
         self._check()

@@ -206,8 +206,91 @@ def test_duplicate_key_rules() -> None:
     assert dup(op_put(b"a"), op_put(b"a"))
     assert not dup(op_put(b"a"), op_put(b"b"))
     assert dup(op_del(b"a", b"c"), op_put(b"b"))
-    assert dup(op_del(b"a", b"\0"), op_put(b"zzz"))
     assert not dup(op_del(b"a"), op_put(b"b"))
     nested = pb.RequestOp(request_txn=pb.TxnRequest(success=[op_put(b"a")]))
     assert dup(nested, op_put(b"a"))
     assert dup(op_del(b"a", b"b"), nested)
+
+
+def test_duplicate_key_intervals_as_etcd_checks_them() -> None:
+    """etcd 3.4's checkIntervals compares the literal range_end: [key, "\\0") is empty, not
+    "every key >= key" as in a range read. Each case answered so by a real etcd 3.4."""
+
+    def op_put(k: bytes) -> pb.RequestOp:
+        return pb.RequestOp(request_put=pb.PutRequest(key=k, value=b"v"))
+
+    def op_del(k: bytes, end: bytes = b"") -> pb.RequestOp:
+        return pb.RequestOp(request_delete_range=pb.DeleteRangeRequest(key=k, range_end=end))
+
+    def nested(*ops: pb.RequestOp) -> pb.RequestOp:
+        return pb.RequestOp(request_txn=pb.TxnRequest(success=list(ops)))
+
+    def dup(*ops: pb.RequestOp) -> bool:
+        try:
+            check_txn(pb.TxnRequest(success=list(ops)))
+        except EtcdError as e:
+            assert e.spec == DUPLICATE_KEY
+            return True
+        return False
+
+    assert not dup(op_del(b"a", b"\0"), op_put(b"b"))
+    assert not dup(op_del(b"a", b"\0"), op_put(b"zzz"))
+    assert not dup(nested(op_del(b"a", b"\0")), op_put(b"b"))
+    assert not dup(nested(op_put(b"b")), op_del(b"a", b"\0"))
+    assert not dup(op_del(b"\0", b"\0"), op_put(b"p"))
+    assert not dup(op_del(b"b", b"\0"), op_put(b"\0"))
+    assert not dup(op_del(b"b", b"a"), op_put(b"b"))
+    assert not dup(op_del(b"b", b"b"), op_put(b"b"))
+    assert not dup(op_del(b"b"), op_put(b"b\0"))
+    assert not dup(op_del(b"a", b"\0\0"), op_put(b"\0"))
+    assert dup(op_del(b"a", b"c"), op_put(b"b"))
+    assert dup(op_del(b"\0"), op_put(b"\0"))
+    assert dup(op_del(b"\0", b"\0\0"), op_put(b"\0"))
+
+
+def test_txn_inner_header_revisions_as_etcd() -> None:
+    """Inner headers as a real etcd 3.4 answered the same transactions at revision 1."""
+
+    def r(k: bytes) -> pb.RequestOp:
+        return pb.RequestOp(request_range=pb.RangeRequest(key=k))
+
+    def p(k: bytes) -> pb.RequestOp:
+        return pb.RequestOp(request_put=pb.PutRequest(key=k, value=b"v"))
+
+    def d(k: bytes) -> pb.RequestOp:
+        return pb.RequestOp(request_delete_range=pb.DeleteRangeRequest(key=k))
+
+    def t(*ops: pb.RequestOp) -> pb.RequestOp:
+        return pb.RequestOp(request_txn=pb.TxnRequest(success=list(ops)))
+
+    def revs(resp: pb.TxnResponse) -> list[object]:
+        out: list[object] = []
+        for op in resp.responses:
+            kind = op.WhichOneof("response")
+            inner = getattr(op, kind)
+            if kind == "response_txn":
+                assert inner.HasField("header") and inner.header == pb.ResponseHeader()
+                out.append(revs(inner))
+            else:
+                out.append(inner.header.revision)
+        return out
+
+    s = sm()
+    resp = s.apply(encode_txn(pb.TxnRequest(success=[d(b"nothing")])))
+    assert isinstance(resp, pb.TxnResponse)
+    assert (resp.header.revision, revs(resp)) == (1, [1])
+    resp = s.apply(encode_txn(pb.TxnRequest(success=[
+        r(b"p1"), d(b"nothing"), r(b"p1"), p(b"p1"), r(b"p1"), d(b"nothing"),
+        t(r(b"p1"), d(b"nothing")), t(p(b"p2")),
+    ])))
+    assert isinstance(resp, pb.TxnResponse)
+    assert (resp.header.revision, revs(resp)) == (2, [1, 1, 1, 2, 2, 2, [2, 2], [2]])
+    resp = s.apply(encode_txn(pb.TxnRequest(success=[t(r(b"p1"), d(b"nothing")), d(b"zz")])))
+    assert isinstance(resp, pb.TxnResponse)
+    assert (resp.header.revision, revs(resp)) == (2, [[2, 2], 2])
+    resp = s.txn_readonly(pb.TxnRequest(success=[r(b"p1"), t(r(b"p1"))]))
+    assert (resp.header.revision, revs(resp)) == (2, [2, [2]])
+    # A delete that deletes something, then a delete of nothing: both at the new revision.
+    resp = s.apply(encode_txn(pb.TxnRequest(success=[d(b"p1"), d(b"nothing")])))
+    assert isinstance(resp, pb.TxnResponse)
+    assert (resp.header.revision, revs(resp)) == (3, [3, 3])

@@ -192,6 +192,24 @@ def test_journal_cuts_torn_tail_and_keeps_synced_entries(tmp_path: object) -> No
     j3._destroy()
 
 
+def test_journal_delete_to_past_its_end_keeps_the_last_entry(tmp_path: object) -> None:
+    """pysyncobj compacts up to a snapshot's index even if its log was truncated below that
+    index meanwhile (a restarted ex-leader once hit IndexError here)."""
+    path = os.path.join(str(tmp_path), "j")
+    j = DurableJournal(path)
+    for i in range(1, 6):
+        j.add(b"cmd%d" % i, i, 1)
+    j.sync()
+    j.deleteEntriesTo(40)
+    assert list(j[0:]) == [(b"cmd5", 5, 1)]
+    j.add(b"cmd6", 6, 1)
+    j.sync()
+    j._destroy()
+    j2 = DurableJournal(path)
+    assert [e[1] for e in j2][-2:] == [5, 6]
+    j2._destroy()
+
+
 class SlowCounter(Counter):
     """``Counter`` whose command -1 blocks the applying thread for a while (like a DeleteRange
     over tens of thousands of keys)."""
@@ -519,6 +537,25 @@ async def test_a_partitioned_leader_that_still_thinks_it_leads_serves_no_read(
         assert old_sm.items == [0]
         await rest[0].read_barrier()
         assert sms[reps.index(rest[0])].items == [0, 1]
+    finally:
+        for r in reps:
+            r.stop()
+
+
+async def test_survivor_of_a_quorum_loss_reports_no_leader(tmp_path: object) -> None:
+    """etcd: a member that hears nothing from its leader for an election timeout becomes a
+    candidate and reports leader 0 (Maintenance.Status), also when no peer is left to vote.
+    pysyncobj starts no election without a connected peer and kept the dead leader."""
+    cfgs, sms = make_cluster(tmp_path, 3)
+    reps = [Replication(c, s) for c, s in zip(cfgs, sms, strict=True)]
+    try:
+        leader = await wait_leader(reps)
+        survivor = next(r for r in reps if r is not leader)
+        leader.stop()
+        next(r for r in reps if r is not leader and r is not survivor).stop()
+        started = time.monotonic()
+        await _until(lambda: survivor.leader_id() == 0, timeout=5.0)
+        assert time.monotonic() - started < 3.0
     finally:
         for r in reps:
             r.stop()

@@ -220,3 +220,99 @@ async def test_many_streams_and_writer_not_blocked(server: Server) -> None:
     finally:
         for st in streams:
             st.close()
+
+
+async def test_empty_range_is_refused_as_etcd(server: Server) -> None:
+    """etcd 3.4: ``watch_id -1, created, canceled, cancel_reason "mvcc: watcher range is
+    empty"``, with the current revision; no id is used up (checked against a real etcd)."""
+    rev = await put(server, b"w2", b"x")
+    st = Stream(server)
+    try:
+        for end in (b"w1", b"w3"):
+            r = await st.create(key=b"w3", range_end=end)
+            assert (r.watch_id, r.created, r.canceled, r.cancel_reason, r.header.revision) == (
+                -1, True, True, "mvcc: watcher range is empty", rev)
+        ok = await st.create(key=b"w3")
+        assert (ok.watch_id, ok.created, ok.canceled) == (0, True, False)
+        from_key = await st.create(key=b"", range_end=b"\0")
+        assert (from_key.watch_id, from_key.canceled) == (1, False)
+        await st.nothing()
+    finally:
+        st.close()
+
+
+async def test_negative_start_revision_is_compacted_as_etcd(server: Server) -> None:
+    """etcd 3.4: a negative start revision below the compact revision (-1 before any
+    compaction) is created, then canceled with that compact revision and a header without a
+    revision. -1 on a never-compacted store watches from now."""
+    st = Stream(server)
+    try:
+        created = await st.create(key=b"n", start_revision=-5)
+        assert created.created and not created.canceled
+        gone = await st.recv()
+        assert (gone.watch_id, gone.canceled, gone.compact_revision, gone.header.revision) == (
+            created.watch_id, True, -1, 0)
+        now = await st.create(key=b"n", start_revision=-1)
+        assert now.created and not now.canceled
+        await st.nothing()
+        rev = await put(server, b"n", b"1")
+        r = await st.recv()
+        assert r.watch_id == now.watch_id and r.events[0].kv.mod_revision == rev
+        await server.kv.Compact(pb.CompactionRequest(revision=rev))
+        created = await st.create(key=b"n", start_revision=-5)
+        gone = await st.recv()
+        assert (gone.watch_id, gone.canceled, gone.compact_revision, gone.header.revision) == (
+            created.watch_id, True, rev, 0)
+    finally:
+        st.close()
+
+
+async def test_fragments_at_etcd_limit(server: Server) -> None:
+    """etcd splits a fragmented watch response at MaxRequestBytes + 512 KiB of gRPC overhead
+    (2 MiB): three 1,000,000-byte values come as 2 events then 1 (as a real etcd 3.4 sends
+    them)."""
+    first = 0
+    for i in range(3):
+        rev = await put(server, b"frag%d" % i, b"f" * 1_000_000)
+        first = first or rev
+    st = Stream(server)
+    try:
+        await st.create(key=b"frag", range_end=b"frah", start_revision=first, fragment=True)
+        a = await st.recv()
+        b = await st.recv()
+        assert [(len(r.events), r.fragment) for r in (a, b)] == [(2, True), (1, False)]
+    finally:
+        st.close()
+
+
+def test_fragment_sizes_are_etcds() -> None:
+    """The summed sizes split exactly where etcd's sendFragments (which encodes the growing
+    part after every event) splits."""
+    import random
+
+    from raftstore.api.pb import kv_pb2 as kv
+
+    def etcd_split(resp: pb.WatchResponse) -> list[int]:
+        counts, idx = [], 0
+        while idx < len(resp.events):
+            cur = pb.WatchResponse(header=resp.header, watch_id=resp.watch_id, fragment=True)
+            for ev in resp.events[idx:]:
+                cur.events.append(ev)
+                if len(cur.events) > 1 and cur.ByteSize() >= watch_mod.FRAGMENT_BYTES:
+                    del cur.events[-1]
+                    break
+                idx += 1
+            counts.append(len(cur.events))
+        return counts
+
+    rnd = random.Random(7)
+    for _ in range(20):
+        resp = pb.WatchResponse(watch_id=rnd.randrange(1 << 40))
+        resp.header.revision = rnd.randrange(1 << 30)
+        for i in range(rnd.randrange(2, 12)):
+            size = rnd.choice([10, 200, 16_000, 400_000, 700_000, 1_100_000])
+            resp.events.append(kv.Event(kv=kv.KeyValue(key=b"k%d" % i, value=b"v" * size,
+                                                       mod_revision=i + 2)))
+        parts = watch_mod._fragments(resp)
+        assert [len(p.events) for p in parts] == etcd_split(resp)
+        assert [p.fragment for p in parts] == [True] * (len(parts) - 1) + [False]

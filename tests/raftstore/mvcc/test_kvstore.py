@@ -11,7 +11,7 @@ from .helpers import delete, get, keys, put
 def test_empty_store_starts_at_revision_1() -> None:
     s = KVStore()
     assert s.rev == 1
-    assert s.compact_rev == 0
+    assert s.compact_rev == -1  # etcd's compactMainRev before any compaction
     r = s.range(b"a", None, RangeOptions())
     assert r.kvs == [] and r.count == 0 and r.rev == 1
 
@@ -208,3 +208,26 @@ def test_compaction_dropping_most_keys_rebuilds_key_order() -> None:
     assert keys(s, b"k", b"l") == [b"k%04d" % i for i in range(1000, 1500)]
     put(s, b"k0001", b"again")
     assert keys(s, b"k0000", b"k1001") == [b"k0001", b"k1000"]
+
+
+def test_compact_zero_and_hash_before_any_compaction_as_etcd() -> None:
+    """etcd 3.4 (checked against a real one): compactMainRev starts at -1, so HashKV reports
+    compact_revision -1, Compact(0) succeeds (and makes it 0), Compact(-1) is compacted."""
+    s = KVStore()
+    assert s.hash_kv(0)[1] == -1
+    assert s.hash_kv(-1)[1] == -1
+    with pytest.raises(CompactedError) as e:
+        s.compact(-1)
+    assert e.value.compact_revision == -1
+    s.compact(0)
+    assert s.compact_rev == 0 and s.hash_kv(0)[1] == 0
+    with pytest.raises(CompactedError):
+        s.compact(0)
+    put(s, b"a", b"1")
+    s.compact(2)
+    with pytest.raises(CompactedError):
+        s.compact(2)
+    assert s.hash_kv(0)[1] == 2
+    restored = KVStore()
+    restored.restore(KVStore().snapshot())
+    assert restored.compact_rev == -1
