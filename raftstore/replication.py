@@ -493,6 +493,7 @@ class _SyncingTransport(TCPTransport):  # type: ignore[misc]
 class _RaftNode(SyncObj):  # type: ignore[misc]
     _SyncObj__raftCommitIndex: int  # pysyncobj's private state, read and held back below
     _SyncObj__leaderCommitIndex: int
+    _SyncObj__raftCurrentTerm: int
 
     def __init__(
         self,
@@ -540,6 +541,50 @@ class _RaftNode(SyncObj):  # type: ignore[misc]
         result = SyncObj._SyncObj__applyLogEntries(self)
         self._commit_ok = self._SyncObj__raftCommitIndex
         return result
+
+    def _SyncObj__onMessageReceived(self, node: Any, message: Any) -> Any:  # noqa: N802
+        """pysyncobj rewrites a follower's log from ``prevLogIdx`` whenever an append starts
+        behind its end, even when the entries it carries are already there with the same
+        term (an append sent from a stale next index, or a heartbeat): entries are deleted
+        from the journal and added again, and those past the append are dropped, applied and
+        acknowledged ones included ("truncating already-applied log entries"). Raft cuts only
+        at a conflict (Figure 2, AppendEntries step 3): an acknowledged entry counted towards
+        a commit must stay on that disk. So the entries already held are skipped here: an
+        append holding nothing new is answered without touching the log, and one that goes
+        on past them reaches pysyncobj starting at its first new or conflicting entry. Other
+        messages go to pysyncobj unchanged."""
+        if type(message) is dict and message.get("type") == "append_entries" \
+                and "prevLogIdx" in message and message.get("transmission") is None \
+                and message.get("term", -1) >= self._SyncObj__raftCurrentTerm:
+            prev = message["prevLogIdx"]
+            if prev < self._SyncObj__getCurrentLogIndex():
+                entries = message.get("entries") or []
+                held = self._SyncObj__getEntries(prev, len(entries) + 1)
+                if held and held[0][2] == message["prevLogTerm"]:
+                    same = 0
+                    for ours, theirs in zip(held[1:], entries, strict=False):
+                        if ours[1] != theirs[1] or ours[2] != theirs[2]:
+                            break
+                        same += 1
+                    if same == len(entries):
+                        return self._acknowledge_present(node, message, prev + same)
+                    if same:
+                        message = {**message, "prevLogIdx": prev + same,
+                                   "prevLogTerm": entries[same - 1][2],
+                                   "entries": entries[same:]}
+        return SyncObj._SyncObj__onMessageReceived(self, node, message)
+
+    def _acknowledge_present(self, node: Any, message: dict[str, Any], verified: int) -> Any:
+        """Answer an append whose entries are all present: pysyncobj's bookkeeping of a
+        leader's message (term, leader, election deadline, commit index) through a copy
+        without log positions, then success up to ``verified``. The copy's commit index is
+        held to ``verified``: pysyncobj would take it up to the end of this log, whose entries
+        past ``verified`` the leader has not vouched for in this message."""
+        bare = {k: v for k, v in message.items()
+                if k not in ("prevLogIdx", "prevLogTerm", "entries")}
+        bare["commit_index"] = min(int(message["commit_index"]), verified)
+        SyncObj._SyncObj__onMessageReceived(self, node, bare)
+        self._SyncObj__sendNextNodeIdx(node, nextNodeIdx=verified + 1, success=True)
 
     def _commit_waits_for_self(self) -> bool:
         """(Leader) whether a majority without this member's vote is missing for entries past

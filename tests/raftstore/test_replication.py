@@ -559,3 +559,42 @@ async def test_survivor_of_a_quorum_loss_reports_no_leader(tmp_path: object) -> 
     finally:
         for r in reps:
             r.stop()
+
+
+async def test_an_append_from_a_stale_next_index_cuts_no_entry(tmp_path: object,
+                                                                 caplog: object) -> None:
+    """A leader whose next index for a follower is stale sends entries the follower already
+    holds. pysyncobj cut the follower's log after each such batch, applied and acknowledged
+    entries included ("truncating already-applied log entries"): Raft cuts only at a
+    conflict, so the follower's log must never shrink, and it still catches up."""
+    import logging
+
+    cfgs, sms = make_cluster(tmp_path, 3)
+    reps = [Replication(c, s) for c, s in zip(cfgs, sms, strict=True)]
+    try:
+        leader = await wait_leader(reps)
+        follower = next(r for r in reps if r is not leader)
+        for i in range(300):
+            await leader.propose(msgpack.packb(i))
+        await follower.read_barrier()
+        fnode = follower._node
+        lnode = leader._node
+        held = fnode._SyncObj__getCurrentLogIndex()
+        peer = next(n for n in lnode._SyncObj__otherNodes
+                    if getattr(n, "address", None) == follower.cfg.self_peer)
+        caplog.set_level(logging.CRITICAL, logger="pysyncobj.syncobj")  # type: ignore[attr-defined]
+        lowest = held
+        for _ in range(3):
+            lnode._SyncObj__raftNextIndex[peer] = 5  # the leader re-sends from entry 5
+            deadline = time.monotonic() + 1.0
+            while time.monotonic() < deadline:
+                lowest = min(lowest, fnode._SyncObj__getCurrentLogIndex())
+                await asyncio.sleep(0.002)
+        assert lowest >= held
+        assert "truncating already-applied" not in caplog.text  # type: ignore[attr-defined]
+        await leader.propose(msgpack.packb(300))
+        await _until(lambda: len(sms[reps.index(follower)].items) == 301)
+        assert sms[0].items == sms[1].items == sms[2].items
+    finally:
+        for r in reps:
+            r.stop()
