@@ -228,8 +228,6 @@ def before_update(store: GenericStore, ctx: Context, obj: Object, old: Object) -
         meta["creationTimestamp"] = om["creationTimestamp"]
     if om.get("deletionTimestamp"):
         meta["deletionTimestamp"] = om["deletionTimestamp"]
-    else:
-        meta.pop("deletionTimestamp", None)
     if om.get("deletionGracePeriodSeconds") is not None \
             and meta.get("deletionGracePeriodSeconds") is None:
         meta["deletionGracePeriodSeconds"] = om["deletionGracePeriodSeconds"]

@@ -8,6 +8,7 @@ of them as one 422.
 
 from __future__ import annotations
 
+import datetime
 import ipaddress
 import json
 import re
@@ -413,6 +414,16 @@ def validate_object_meta(meta: Mapping[str, Any], *, namespaced: bool,
     return causes
 
 
+def _go_time(stamp: Any) -> str:
+    """A metav1.Time as field errors print it (Go's time.Time String())."""
+    try:
+        t = datetime.datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    except ValueError:
+        return go_quote(str(stamp))
+    t = t.astimezone(datetime.UTC)
+    return t.strftime("%Y-%m-%d %H:%M:%S") + " +0000 UTC"
+
+
 def validate_object_meta_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
     """ValidateObjectMetaUpdate: name, namespace, uid and creationTimestamp immutable; no new
     finalizers on an object being deleted."""
@@ -420,6 +431,14 @@ def validate_object_meta_update(new: Mapping[str, Any], old: Mapping[str, Any]) 
     for f in ("name", "namespace", "uid"):
         if (new.get(f) or "") != (old.get(f) or ""):
             causes.append(immutable(f"metadata.{f}", new.get(f) or ""))
+    # Deletion is the delete verb's: an update may not start it (rest.BeforeUpdate restores
+    # both fields when the object is being deleted already).
+    stamp = new.get("deletionTimestamp")
+    if stamp and not old.get("deletionTimestamp"):
+        causes.append(immutable("metadata.deletionTimestamp", Raw(_go_time(stamp))))
+    grace = new.get("deletionGracePeriodSeconds")
+    if grace != old.get("deletionGracePeriodSeconds"):
+        causes.append(immutable("metadata.deletionGracePeriodSeconds", grace))
     if old.get("deletionTimestamp"):
         old_f = set(old.get("finalizers") or [])
         added = [f for f in new.get("finalizers") or [] if f not in old_f]

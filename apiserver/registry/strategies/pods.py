@@ -154,6 +154,16 @@ class PodStrategy(Strategy):
                 new["spec"]["ephemeralContainers"] = eph
             return
         super().prepare_for_update(new, old)
+        if self.subresource == "status":
+            # upstream podStatusStrategy: status writers (old kubelets) corrupted owner
+            # references, which broke garbage collection; they stay as they were
+            meta = new.get("metadata")
+            if type(meta) is dict:
+                refs = as_dict(old.get("metadata")).get("ownerReferences")
+                if refs is None:
+                    meta.pop("ownerReferences", None)
+                else:
+                    meta["ownerReferences"] = deep_copy(refs)
 
     def validate_update(self, new: Object, old: Object) -> list[Cause]:
         if self.subresource == "status":

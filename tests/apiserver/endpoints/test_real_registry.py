@@ -191,3 +191,39 @@ async def test_empty_optional_maps_and_lists_are_not_kept(real) -> None:
                                                "stringData": {}})
     assert r.status == 201, await r.text()
     assert "data" not in await r.json()
+
+
+async def test_an_update_cannot_start_a_deletion(real) -> None:
+    """ValidateObjectMetaUpdate: deletionTimestamp and deletionGracePeriodSeconds are
+    immutable on update (only the delete verb sets them); they were dropped or stored."""
+    ns = "/api/v1/namespaces/default"
+    r = await real.post(f"{ns}/configmaps", json={"metadata": {"name": "dg"}})
+    cm = await r.json()
+    cm["metadata"]["deletionGracePeriodSeconds"] = 7
+    r = await real.put(f"{ns}/configmaps/dg", json=cm)
+    assert r.status == 422, await r.text()
+    assert (await r.json())["details"]["causes"] == [{
+        "reason": "FieldValueInvalid", "field": "metadata.deletionGracePeriodSeconds",
+        "message": "Invalid value: 7: field is immutable"}]
+    del cm["metadata"]["deletionGracePeriodSeconds"]
+    cm["metadata"]["deletionTimestamp"] = "2026-11-23T01:02:03Z"
+    r = await real.put(f"{ns}/configmaps/dg", json=cm)
+    assert r.status == 422, await r.text()
+    assert (await r.json())["details"]["causes"][0]["message"] == (
+        "Invalid value: 2026-11-23 01:02:03 +0000 UTC: field is immutable")
+    r = await real.get(f"{ns}/configmaps/dg")
+    assert "deletionTimestamp" not in (await r.json())["metadata"]
+
+
+async def test_pod_status_writes_keep_owner_references(real) -> None:
+    """podStatusStrategy keeps the owner references (old kubelets corrupted them)."""
+    ns = "/api/v1/namespaces/default"
+    pod = {"metadata": {"name": "own"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    assert (await real.post(f"{ns}/pods", json=pod)).status == 201
+    r = await real.patch(f"{ns}/pods/own/status", data=orjson.dumps({"metadata": {
+        "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "x",
+                             "uid": "u1"}]}, "status": {"message": "hi"}}),
+        headers={"Content-Type": "application/merge-patch+json"})
+    assert r.status == 200, await r.text()
+    body = await r.json()
+    assert "ownerReferences" not in body["metadata"] and body["status"]["message"] == "hi"
