@@ -157,13 +157,13 @@ class PodStrategy(Strategy):
         if self.subresource == "status":
             # upstream podStatusStrategy: status writers (old kubelets) corrupted owner
             # references, which broke garbage collection; they stay as they were
-            meta = new.get("metadata")
-            if type(meta) is dict:
+            new_meta = new.get("metadata")
+            if type(new_meta) is dict:
                 refs = as_dict(old.get("metadata")).get("ownerReferences")
                 if refs is None:
-                    meta.pop("ownerReferences", None)
+                    new_meta.pop("ownerReferences", None)
                 else:
-                    meta["ownerReferences"] = deep_copy(refs)
+                    new_meta["ownerReferences"] = deep_copy(refs)
 
     def validate_update(self, new: Object, old: Object) -> list[Cause]:
         if self.subresource == "status":
