@@ -202,7 +202,12 @@ def from_storage_error(err: StorageError, *, resource: str, group: str, name: st
     if c is Code.RESOURCE_EXPIRED:
         return gone(err.message, list_continue=err.continue_token)
     if c is Code.TOO_LARGE_RESOURCE_VERSION:
-        return timeout(err.message, err.retry_after_seconds or 1)
+        # upstream NewTooLargeResourceVersionError: NewTimeoutError's "Timeout: " prefix and
+        # the cause client-go's IsTooLargeResourceVersion looks for
+        too_large = timeout(f"Timeout: {err.message}", err.retry_after_seconds or 1)
+        too_large.details["causes"] = [{"reason": "ResourceVersionTooLarge",
+                                        "message": "Too large resource version"}]
+        return too_large
     if c is Code.UNREACHABLE:
         return service_unavailable(err.message)
     if c is Code.INVALID:
