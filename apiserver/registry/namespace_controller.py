@@ -201,6 +201,9 @@ class NamespaceController:
         for store in self._content:
             info = store.info
             qr = status.qualified_resource(info.resource, info.group)
+            # the condition names a resource "<resource>.<group>", "configmaps." for the core
+            # group (upstream's "%s.%s")
+            gr = f"{info.resource}.{info.group}"
             try:
                 await store.delete_collection(ctx, DeleteOptions(), ListOptions())
             except status.APIError as e:
@@ -211,7 +214,7 @@ class NamespaceController:
                 failures.append(f"{qr}: {e.message}")
                 continue
             if left["items"]:
-                remaining[qr] = len(left["items"])
+                remaining[gr] = len(left["items"])
                 for item in left["items"]:
                     for f in item["metadata"].get("finalizers") or []:
                         finalizers[f] = finalizers.get(f, 0) + 1
@@ -225,11 +228,11 @@ class NamespaceController:
                 "ContentDeletionFailed", f"Failed to delete all resource types, "
                 f"{len(failures)} remaining: {', '.join(failures)}")
         if remaining:
-            parts = [f"{r} has {n} resource instances" for r, n in sorted(remaining.items())]
+            parts = sorted(f"{r} has {n} resource instances" for r, n in remaining.items())
             bad["NamespaceContentRemaining"] = (
                 "SomeResourcesRemain", "Some resources are remaining: " + ", ".join(parts))
         if finalizers:
-            parts = [f"{f} in {n} resource instances" for f, n in sorted(finalizers.items())]
+            parts = sorted(f"{f} in {n} resource instances" for f, n in finalizers.items())
             bad["NamespaceFinalizersRemaining"] = (
                 "SomeFinalizersRemain",
                 "Some content in the namespace has finalizers remaining: " + ", ".join(parts))

@@ -101,7 +101,7 @@ async def test_namespace_controller_end_to_end(stores: Any) -> None:
         ns = await nsst.get(ctx(), "doomed", GetOptions())
         conds = {c["type"]: c for c in ns["status"]["conditions"]}
         assert conds["NamespaceContentRemaining"]["reason"] == "SomeResourcesRemain"
-        assert conds["NamespaceContentRemaining"]["message"] == "Some resources are remaining: configmaps has 1 resource instances"
+        assert conds["NamespaceContentRemaining"]["message"] == "Some resources are remaining: configmaps. has 1 resource instances"
         assert conds["NamespaceFinalizersRemaining"]["message"] == (
             "Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances")
         assert conds["NamespaceDeletionContentFailure"]["status"] == "False"
