@@ -84,7 +84,9 @@ class ListOptions:
     ``allow_watch_bookmarks``, one BOOKMARK whose object carries the annotation
     ``k8s.io/initial-events-end: "true"`` (renamed ``plat.io/initial-events-end``).
     ``progress_notify`` lets an implementation emit BOOKMARK events (only when
-    ``allow_watch_bookmarks``)."""
+    ``allow_watch_bookmarks``). ``timeout_seconds`` (0: none) is when the caller will end the
+    watch; the watch cache sends its bookmark two seconds before (upstream cacheWatcher
+    nextBookmarkTime), so that a client resumes from a recent revision."""
 
     resource_version: str = ""
     resource_version_match: str = ""
@@ -94,6 +96,7 @@ class ListOptions:
     recursive: bool = True
     allow_watch_bookmarks: bool = False
     send_initial_events: bool | None = None
+    timeout_seconds: float = 0.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import dataclasses
 import datetime as dt
 import logging
 import random
@@ -249,15 +250,16 @@ class GenericStore:
 
     async def watch(self, ctx: Context, opts: ListOptions) -> _WatchStream:
         key, recursive = self.list_key(ctx, opts)
-        sopts = self.storage_list_options(opts, recursive)
-        try:
-            watcher = await self.storage.watch(key, sopts)
-        except StorageError as e:
-            raise self.storage_error(e) from None
         timeout = opts.timeout_seconds
         if timeout <= 0:
             base = self.config.min_request_timeout
             timeout = int(base * (1 + random.random()))
+        sopts = dataclasses.replace(self.storage_list_options(opts, recursive),
+                                    timeout_seconds=float(timeout))
+        try:
+            watcher = await self.storage.watch(key, sopts)
+        except StorageError as e:
+            raise self.storage_error(e) from None
         return _WatchStream(self, watcher, float(timeout))
 
     # -- create -------------------------------------------------------------------------------

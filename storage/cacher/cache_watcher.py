@@ -89,8 +89,8 @@ class CacheWatcher:
 
     __slots__ = (
         "key", "recursive", "predicate", "allow_bookmarks", "capacity", "last_rv",
-        "next_bookmark", "_initial_objects", "_initial_events", "_end_bookmark", "_queue",
-        "_waiter", "_closed", "_stopped", "_on_stop", "_sink", "_direct", "__weakref__",
+        "next_bookmark", "deadline", "_initial_objects", "_initial_events", "_end_bookmark",
+        "_queue", "_waiter", "_closed", "_stopped", "_on_stop", "_sink", "_direct", "__weakref__",
     )
 
     def __init__(
@@ -116,6 +116,7 @@ class CacheWatcher:
         # only worth sending above it.
         self.last_rv = start_rv
         self.next_bookmark = 0.0
+        self.deadline = 0.0  # time.monotonic() when the caller ends the watch; 0: unknown
         # Both lists are taken over and consumed from their end, hence reversed here.
         if initial_objects is not None:
             initial_objects.reverse()

@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import math
 import random
 import time
 from collections.abc import Callable
@@ -72,6 +73,7 @@ STALE_GET_BACKOFF: Final = 1.0
 DEFAULT_MAX_EVENTS: Final = 100_000  # upper bound of the window (it also keeps 5 minutes)
 # Default per-watcher buffer of live events.
 WATCHER_CAPACITY: Final = 1024
+PRE_TIMEOUT_BOOKMARK: Final = 2.0  # seconds before a watch's deadline (upstream)
 
 KeyFunc = Callable[[Object], str]
 
@@ -330,8 +332,19 @@ class Cacher:
     def _register(self, w: CacheWatcher) -> None:
         self._watchers.setdefault(w.key, {})[w] = None
         if w.allow_bookmarks:
-            w.next_bookmark = time.monotonic() + self._bookmark_interval
+            now = time.monotonic()
+            w.next_bookmark = self._next_bookmark(w, now)
             self._bookmarkers[w] = None
+
+    def _next_bookmark(self, w: CacheWatcher, now: float) -> float:
+        """Upstream cacheWatcher.nextBookmarkTime: a bookmark about once a minute, and one
+        two seconds before the watch's deadline (infinity: none is due any more)."""
+        due = now + self._bookmark_interval
+        if w.deadline:
+            pre_timeout = w.deadline - PRE_TIMEOUT_BOOKMARK
+            if pre_timeout < due:
+                due = pre_timeout if pre_timeout >= now else math.inf
+        return due
 
     def _forget(self, w: CacheWatcher) -> None:
         bucket = self._watchers.get(w.key)
@@ -361,7 +374,7 @@ class Cacher:
             rv = self._cache.rv
             for w in list(self._bookmarkers):
                 if now >= w.next_bookmark:
-                    w.next_bookmark = now + self._bookmark_interval
+                    w.next_bookmark = self._next_bookmark(w, now)
                     w.offer_bookmark(rv)
 
     # -- helpers for reads -------------------------------------------------------------------
@@ -629,6 +642,8 @@ class Cacher:
             end_bookmark_rv=end_bookmark,
             on_stop=self._forget,
         )
+        if opts.timeout_seconds > 0:
+            w.deadline = time.monotonic() + opts.timeout_seconds
         self._register(w)
         return w
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -721,3 +722,27 @@ async def test_next_call_gathering_is_bounded_in_time() -> None:
     # the turns' limit would take far longer than the time limit
     assert loop.time() - t0 < 5.0
     await call.close()
+
+
+async def test_bookmark_two_seconds_before_the_watch_deadline(store: FakeStore) -> None:
+    """Upstream's cacheWatcher sends a bookmark two seconds before the watch's deadline (and
+    otherwise about once a minute), so that a client whose watch times out resumes from a
+    recent revision instead of the last event it saw."""
+    c = Cacher(store, PREFIX, resource="configmaps", bookmark_interval=60.0)
+    await c.start()
+    assert await c.wait_ready(5)
+    try:
+        await store.create(key("a", "x"), cm("a", "x"))
+        await settle(c, store)
+        started = time.monotonic()
+        w = await c.watch(PREFIX, ListOptions(resource_version=str(store.rev),
+                                              allow_watch_bookmarks=True, timeout_seconds=3.5))
+        store.bump_other()
+        await c.get_list(PREFIX, ListOptions())  # the cache learns the newer revision
+        ev = await asyncio.wait_for(nxt(w), 10)
+        assert ev.type == "BOOKMARK"
+        assert ev.object == {"metadata": {"resourceVersion": str(store.rev)}}
+        assert time.monotonic() - started < 3.5  # before the deadline, not a minute later
+        w.stop()
+    finally:
+        await c.close()
