@@ -33,6 +33,14 @@ RENAMES: Final = {
 }
 SHARED: Final = ("metadata", "eventTime", "series", "reportingInstance", "action", "reason",
                  "related", "type")
+# Fields Go always writes, as their empty values: struct-typed ones (omitempty does not skip
+# a struct: times are null, EventSource {}) and strings without omitempty.
+CORE_ALWAYS: Final[dict[str, Any]] = {
+    "source": {}, "firstTimestamp": None, "lastTimestamp": None, "eventTime": None,
+    "reportingComponent": "", "reportingInstance": ""}
+V1_ALWAYS: Final[dict[str, Any]] = {
+    "eventTime": None, "deprecatedSource": {}, "deprecatedFirstTimestamp": None,
+    "deprecatedLastTimestamp": None}
 
 
 def from_core(obj: Object) -> Object:
@@ -42,12 +50,17 @@ def from_core(obj: Object) -> Object:
         if k in ("kind", "apiVersion"):
             out[k] = val
         elif k in RENAMES:
-            if k == "source" and not val:
-                continue
+            if k == "reportingComponent" and not val:
+                continue  # reportingController is omitempty in events/v1
             out[RENAMES[k]] = val
         elif k in SHARED:
+            if k == "reportingInstance" and not val:
+                continue
             out[k] = val
-    out.setdefault("eventTime", None)
+    # Go writes these struct-typed fields even when empty (omitempty skips no struct)
+    for k, empty in V1_ALWAYS.items():
+        if k not in out:
+            out[k] = {} if type(empty) is dict else empty
     return out
 
 
@@ -124,6 +137,11 @@ class EventStrategy(Strategy):
 
     def field_label_error(self, label: str) -> str:
         return selectors.core_unsupported(label)
+
+    def default(self, obj: Object) -> None:
+        for k, empty in CORE_ALWAYS.items():
+            if k not in obj:
+                obj[k] = {} if type(empty) is dict else empty
 
     def name_errors(self, name: str) -> list[str]:
         # core v1 Events skip ObjectMeta validation (backwards compatibility); only the

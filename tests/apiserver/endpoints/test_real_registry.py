@@ -227,3 +227,25 @@ async def test_pod_status_writes_keep_owner_references(real) -> None:
     assert r.status == 200, await r.text()
     body = await r.json()
     assert "ownerReferences" not in body["metadata"] and body["status"]["message"] == "hi"
+
+
+async def test_events_carry_the_fields_go_always_writes(real) -> None:
+    """Go writes struct-typed fields even when empty (times as null, EventSource as {}) and
+    strings without omitempty: core v1 shows eventTime, source, first/lastTimestamp,
+    reportingComponent and reportingInstance; events/v1 its deprecated* counterparts."""
+    ev = {"metadata": {"name": "e1"}, "involvedObject": {"kind": "Pod", "name": "p"},
+          "reason": "R", "message": "m"}
+    r = await real.post("/api/v1/namespaces/default/events", json=ev)
+    assert r.status == 201, await r.text()
+    core = await r.json()
+    assert {k: core[k] for k in ("eventTime", "source", "firstTimestamp", "lastTimestamp",
+                                 "reportingComponent", "reportingInstance")} == {
+        "eventTime": None, "source": {}, "firstTimestamp": None, "lastTimestamp": None,
+        "reportingComponent": "", "reportingInstance": ""}
+    r = await real.get("/apis/events.plat.io/v1/namespaces/default/events/e1")
+    v1 = await r.json()
+    assert {k: v1[k] for k in ("eventTime", "deprecatedSource", "deprecatedFirstTimestamp",
+                               "deprecatedLastTimestamp")} == {
+        "eventTime": None, "deprecatedSource": {}, "deprecatedFirstTimestamp": None,
+        "deprecatedLastTimestamp": None}
+    assert "reportingController" not in v1 and "reportingInstance" not in v1
