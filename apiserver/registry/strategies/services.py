@@ -207,6 +207,12 @@ class ServiceStrategy(Strategy):
             if not spec.get("clusterIPs") and ospec.get("clusterIPs") \
                     and spec.get("clusterIP") == ospec.get("clusterIP"):
                 spec["clusterIPs"] = deep_copy(ospec["clusterIPs"])
+            # upstream normalizeClusterIPs: the singular field changed and the plural did not
+            # (a client that knows only clusterIP): the plural follows it
+            cip = spec.get("clusterIP")
+            if cip and cip != ospec.get("clusterIP") \
+                    and spec.get("clusterIPs") == ospec.get("clusterIPs"):
+                spec["clusterIPs"] = [cip]
             if spec.get("ipFamilyPolicy") is None and ospec.get("ipFamilyPolicy"):
                 spec["ipFamilyPolicy"] = ospec["ipFamilyPolicy"]
             if not spec.get("ipFamilies") and ospec.get("ipFamilies"):

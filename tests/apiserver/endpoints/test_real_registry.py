@@ -249,3 +249,18 @@ async def test_events_carry_the_fields_go_always_writes(real) -> None:
         "eventTime": None, "deprecatedSource": {}, "deprecatedFirstTimestamp": None,
         "deprecatedLastTimestamp": None}
     assert "reportingController" not in v1 and "reportingInstance" not in v1
+
+
+async def test_changing_a_services_cluster_ip_alone(real) -> None:
+    """normalizeClusterIPs: clusterIPs follows a changed clusterIP, so the error names the
+    change itself (it named a mismatch between the two fields)."""
+    svc = {"metadata": {"name": "s1"}, "spec": {"ports": [{"port": 80}]}}
+    r = await real.post("/api/v1/namespaces/default/services", json=svc)
+    assert r.status == 201, await r.text()
+    r = await real.patch("/api/v1/namespaces/default/services/s1",
+                         data=b'{"spec":{"clusterIP":"10.0.0.200"}}',
+                         headers={"Content-Type": "application/merge-patch+json"})
+    assert r.status == 422, await r.text()
+    assert (await r.json())["details"]["causes"] == [{
+        "reason": "FieldValueInvalid", "field": "spec.clusterIPs[0]",
+        "message": 'Invalid value: []string{"10.0.0.200"}: may not change once set'}]
