@@ -41,6 +41,7 @@ from apiserver.registry.catalog import (
     build_stores,
     builtin_resources,
     ensure_system_namespaces,
+    ensure_system_priority_classes,
 )
 from apiserver.registry.namespace_controller import NamespaceController
 from apiserver.registry.object_count import ObjectCounter
@@ -398,6 +399,7 @@ class _SystemNamespaces:
         while True:
             try:
                 await ensure_system_namespaces(self._stores)
+                await ensure_system_priority_classes(self._stores)
                 return
             except asyncio.CancelledError:
                 raise

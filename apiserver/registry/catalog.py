@@ -270,6 +270,32 @@ def bind_auth(stores: Mapping[StoreKey, RESTStore], *, authorizer: Authorizer | 
                 st.auth.authenticator = authenticator
 
 
+# Upstream's scheduling bootstrap (SystemPriorityClasses), created by every apiserver.
+SYSTEM_PRIORITY_CLASSES: Final = (
+    ("system-node-critical", 2000001000,
+     "Used for system critical pods that must not be moved from their current node."),
+    ("system-cluster-critical", 2000000000,
+     "Used for system critical pods that must run in the cluster, but can be moved to "
+     "another node if necessary."),
+)
+
+
+async def ensure_system_priority_classes(stores: Mapping[StoreKey, RESTStore]) -> None:
+    """Create system-node-critical and system-cluster-critical if missing."""
+    store = stores.get(("scheduling.plat.io", "v1", "priorityclasses"))
+    if store is None:
+        return
+    ctx = Context(namespace="", user=SYSTEM_USER)
+    for name, value, description in SYSTEM_PRIORITY_CLASSES:
+        obj = {"metadata": {"name": name}, "value": value, "description": description}
+        try:
+            await store.create(ctx, obj, WriteOptions())
+            log.info("created system priority class %s", name)
+        except status.APIError as e:
+            if e.reason != "AlreadyExists":
+                raise
+
+
 async def ensure_system_namespaces(stores: Mapping[StoreKey, RESTStore]) -> None:
     """Create default, platform-system, platform-public and platform-node-lease if missing."""
     ns_store = stores[("", "v1", "namespaces")]

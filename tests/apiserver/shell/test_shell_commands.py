@@ -91,6 +91,17 @@ def test_system_namespaces(server):
         assert f"namespace/{ns}" in out.stdout.split()
 
 
+def test_system_priority_classes(server):
+    """Every apiserver creates upstream's two system priority classes (pods that name them,
+    as cluster add-ons do, are admitted by their value)."""
+    out = server.kubectl("get", "priorityclasses", "-o", "json")
+    classes = {i["metadata"]["name"]: i for i in json.loads(out.stdout)["items"]}
+    assert classes["system-node-critical"]["value"] == 2000001000
+    assert classes["system-cluster-critical"]["value"] == 2000000000
+    assert classes["system-cluster-critical"]["preemptionPolicy"] == "PreemptLowerPriority"
+    assert not classes["system-node-critical"].get("globalDefault")
+
+
 def test_sigterm_is_graceful(tmp_path):
     srv = ApiServerProcess(tmp_path)
     srv.start()
