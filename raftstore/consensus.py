@@ -24,6 +24,11 @@ class ConsensusError(Exception):
         self.message = message
 
 
+class LeaderTransferTimeout(ConsensusError):
+    def __init__(self) -> None:
+        super().__init__("etcdserver: request timed out, leader transfer took too long")
+
+
 class NoLeaderError(ConsensusError):
     def __init__(self) -> None:
         super().__init__("etcdserver: no leader")
@@ -58,6 +63,10 @@ class Consensus(Protocol):
         """Replicate ``command`` (through the leader if this member is a follower), wait until
         it is applied on this member, and return the state machine's result for it. A write is
         acknowledged only once it is on disk on a majority. Raises ConsensusError."""
+
+    async def move_leader(self, target: int, timeout: float = 5.0) -> None:
+        """(Leader) hand leadership to member ``target`` and return once it leads (etcd's
+        MoveLeader). Raises LeaderTransferTimeout when it does not within ``timeout``."""
 
     async def read_barrier(self, timeout: float = 7.0) -> None:
         """Return once this member has applied everything committed before the call began

@@ -106,6 +106,10 @@ TIMEOUT: Final = ErrorSpec(_C.UNAVAILABLE, "etcdserver: request timed out")
 STOPPED: Final = ErrorSpec(_C.UNAVAILABLE, "etcdserver: server stopped")
 CANCELED: Final = ErrorSpec(_C.CANCELLED, "etcdserver: request canceled")
 NOT_CAPABLE: Final = ErrorSpec(_C.UNAVAILABLE, "etcdserver: not capable")
+BAD_LEADER_TRANSFEREE: Final = ErrorSpec(_C.FAILED_PRECONDITION,
+                                         "etcdserver: bad leader transferee")
+LEADER_TRANSFER_TIMEOUT: Final = ErrorSpec(
+    _C.UNAVAILABLE, "etcdserver: request timed out, leader transfer took too long")
 WATCH_CANCELED: Final = ErrorSpec(_C.CANCELLED, "etcdserver: watch canceled")
 
 # Not etcd's: a command this member cannot decode (a newer member's op, a corrupt entry).
@@ -121,7 +125,8 @@ _MVCC: Final[dict[type[MVCCError], ErrorSpec]] = {
 }
 
 _BY_MESSAGE: Final[dict[str, ErrorSpec]] = {
-    spec.message: spec for spec in (NO_LEADER, TIMEOUT, STOPPED, NOT_LEADER, CANCELED)
+    spec.message: spec for spec in (NO_LEADER, TIMEOUT, STOPPED, NOT_LEADER, CANCELED,
+                                    LEADER_TRANSFER_TIMEOUT)
 }
 
 

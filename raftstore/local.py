@@ -59,6 +59,9 @@ class LocalConsensus:
     def is_leader(self) -> bool:
         return True
 
+    async def move_leader(self, target: int, timeout: float = 5.0) -> None:
+        """The only member leads already (the caller checked that ``target`` is a member)."""
+
     def applied_index(self) -> int:
         return self._index
 

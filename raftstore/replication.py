@@ -64,7 +64,13 @@ from pysyncobj.pipe_notifier import PipeNotifier
 from pysyncobj.transport import TCPTransport
 
 from raftstore import metrics
-from raftstore.consensus import ConsensusError, Member, NoLeaderError, TimeoutError_
+from raftstore.consensus import (
+    ConsensusError,
+    LeaderTransferTimeout,
+    Member,
+    NoLeaderError,
+    TimeoutError_,
+)
 from raftstore.journal import DurableJournal, fsync_dir
 from raftstore.readindex import READ_MESSAGES, Answer, ReadIndex
 from raftstore.statemachine import StateMachine
@@ -659,6 +665,8 @@ class Replication:
         # leader (node, question id): appended by the event loop / the transport, drained by
         # the raft thread (readindex.py).
         self._reads: collections.deque[_GroupCallback] = collections.deque()
+        # Calls other threads hand to the raft thread (pysyncobj is not thread-safe).
+        self._raft_calls: collections.deque[Callable[[], None]] = collections.deque()
         self._remote_reads: collections.deque[tuple[Any, int]] = collections.deque()
         self._read_index = ReadIndex(cfg.election_timeout)
         self._ready: list[tuple[_LoopInbox, asyncio.Future[Any], Any, int]] = []
@@ -747,6 +755,9 @@ class Replication:
         """Runs inside every tick, before the poll: send new entries / a new commit index to
         the followers now rather than at the next heartbeat."""
         node = self._node
+        calls = self._raft_calls
+        while calls:
+            calls.popleft()()
         if self._reads or self._remote_reads or not self._read_index.idle:
             self._serve_reads()
         if self._ready:
@@ -1073,6 +1084,27 @@ class Replication:
 
     def is_leader(self) -> bool:
         return bool(self._node._isLeader())
+
+    async def move_leader(self, target: int, timeout: float = 5.0) -> None:
+        """etcd's MoveLeader over pysyncobj's transferLeadership (Raft's TimeoutNow). pysyncobj
+        refuses a target that is not fully caught up, where etcd's raft first catches it up:
+        the request is repeated every tick until the target leads or ``timeout`` passes."""
+        if target == self.member_id:
+            return
+        names = {mid: name for name, mid in self._member_ids.items()}
+        address = self.cfg.peers[names[target]]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        node = self._node
+        while loop.time() < deadline:
+            if self.leader_id() == target:
+                return
+            if node._isLeader():
+                self._raft_calls.append(lambda: node.transferLeadership(address))
+                self._wake()
+            await asyncio.sleep(0.05)
+        if self.leader_id() != target:
+            raise LeaderTransferTimeout()
 
     def applied_index(self) -> int:
         return int(self._node.raftLastApplied)

@@ -14,6 +14,8 @@ import grpc
 from raftstore.api.common import Api, streaming, unary, unimplemented
 from raftstore.api.pb import rpc_pb2 as pb
 from raftstore.api.pb import rpc_pb2_grpc
+from raftstore.consensus import ConsensusError
+from raftstore.errors import BAD_LEADER_TRANSFEREE, LEADER_TRANSFER_TIMEOUT, NOT_LEADER, EtcdError
 
 # The etcd API version we speak (clients gate features on it), with semver build metadata
 # naming the implementation: the apiserver's storage client trusts raftstore's watch progress
@@ -22,6 +24,7 @@ from raftstore.api.pb import rpc_pb2_grpc
 VERSION: Final = "3.4.0+raftstore"
 SNAPSHOT_CHUNK: Final = 32 * 1024  # etcd's snapshotSendBufferSize
 DB_SIZE_TTL: Final = 10.0  # seconds an approximate db size is reused
+MOVE_LEADER_TIMEOUT: Final = 10.0  # at most, without a client deadline
 
 
 class MaintenanceService(rpc_pb2_grpc.MaintenanceServicer):
@@ -124,4 +127,19 @@ class MaintenanceService(rpc_pb2_grpc.MaintenanceServicer):
     async def MoveLeader(
         self, request: pb.MoveLeaderRequest, context: grpc.aio.ServicerContext
     ) -> pb.MoveLeaderResponse:
-        return await unimplemented(context, "MoveLeader")  # type: ignore[no-any-return]
+        """etcd's: only the leader moves leadership, to a member, and answers once the
+        target leads (``etcdctl move-leader`` finds the leader among its endpoints)."""
+        c = self.api.consensus
+        if not c.is_leader():
+            raise EtcdError(NOT_LEADER)
+        if request.targetID not in {m.id for m in c.members()}:
+            raise EtcdError(BAD_LEADER_TRANSFEREE)
+        remaining = context.time_remaining()
+        timeout = remaining if remaining is not None else MOVE_LEADER_TIMEOUT
+        try:
+            await c.move_leader(request.targetID, timeout=min(timeout, MOVE_LEADER_TIMEOUT))
+        except ConsensusError:
+            raise EtcdError(LEADER_TRANSFER_TIMEOUT) from None
+        resp = pb.MoveLeaderResponse()
+        self.api.fill(resp.header, self.api.state.revision)
+        return resp

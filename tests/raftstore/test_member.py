@@ -94,3 +94,36 @@ def test_hostile_bytes_same_code_as_etcd(
     )
     assert rng(rpc_pb2.RangeRequest(key=b"x"), timeout=10).header.revision >= 1
     ch.close()
+
+
+@pytest.mark.parametrize("kind", ["raftstore", "etcd"])
+def test_move_leader(cluster_factory, kind: str) -> None:  # type: ignore[no-untyped-def]
+    """``etcdctl move-leader`` (rolling restarts move leadership away first): the leader hands
+    over to the member named and answers once it leads; a follower refuses, as etcd's does.
+    raftstore answered UNIMPLEMENTED."""
+    cluster = cluster_factory(kind, nodes=3)
+    ctl = cluster.ctl
+
+    def statuses() -> list[dict]:  # type: ignore[type-arg]
+        out = json.loads(ctl.check("endpoint", "status", "-w", "json"))
+        return [e["Status"] for e in out]
+
+    first = statuses()
+    leader = first[0]["leader"]
+    target = next(s["header"]["member_id"] for s in first if s["header"]["member_id"] != leader)
+    out = ctl.check("move-leader", f"{target:x}")
+    assert out.strip() == f"Leadership transferred from {leader:x} to {target:x}"
+    assert {s["leader"] for s in statuses()} == {target}
+    follower = next(i for i, s in enumerate(statuses()) if s["header"]["member_id"] != target)
+    with grpc.insecure_channel(cluster.endpoints[follower]) as ch:
+        move = ch.unary_unary(
+            "/etcdserverpb.Maintenance/MoveLeader",
+            request_serializer=rpc_pb2.MoveLeaderRequest.SerializeToString,
+            response_deserializer=rpc_pb2.MoveLeaderResponse.FromString,
+        )
+        with pytest.raises(grpc.RpcError) as ei:
+            move(rpc_pb2.MoveLeaderRequest(targetID=leader), timeout=10)
+    assert (ei.value.code(), ei.value.details()) == (  # type: ignore[attr-defined]
+        grpc.StatusCode.FAILED_PRECONDITION, "etcdserver: not leader")
+    res = ctl("move-leader", "123")
+    assert not res.ok and "etcdserver: bad leader transferee" in res.stderr, res

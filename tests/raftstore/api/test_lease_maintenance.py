@@ -93,7 +93,7 @@ async def test_member_list_and_unimplemented(server: Server) -> None:
         encode_publish(server.consensus.member_id, "node-1", ["http://127.0.0.1:2379"]))
     m = (await server.cluster.MemberList(pb.MemberListRequest())).members
     assert (m[0].name, list(m[0].clientURLs)) == ("node-1", ["http://127.0.0.1:2379"])
-    for call in (server.maintenance.MoveLeader(pb.MoveLeaderRequest(targetID=1)),
+    for call in (server.maintenance.Hash(pb.HashRequest()),
                  server.cluster.MemberAdd(pb.MemberAddRequest(peerURLs=["http://x:1"]))):
         with pytest.raises(grpc.aio.AioRpcError) as ei:
             await call
@@ -114,9 +114,9 @@ async def test_metrics_count_rpcs(server: Server) -> None:
     with pytest.raises(grpc.aio.AioRpcError):
         await server.kv.Range(pb.RangeRequest())
     assert handled("OK") == ok + 1 and handled("INVALID_ARGUMENT") == bad + 1
-    labels = {"grpc_service": "etcdserverpb.Maintenance", "grpc_method": "MoveLeader",
+    labels = {"grpc_service": "etcdserverpb.Maintenance", "grpc_method": "Hash",
               "grpc_code": "UNIMPLEMENTED"}
     before = metrics.REGISTRY.get_sample_value("grpc_server_handled_total", labels) or 0.0
     with pytest.raises(grpc.aio.AioRpcError):
-        await server.maintenance.MoveLeader(pb.MoveLeaderRequest(targetID=1))
+        await server.maintenance.Hash(pb.HashRequest())
     assert metrics.REGISTRY.get_sample_value("grpc_server_handled_total", labels) == before + 1
