@@ -89,8 +89,9 @@ class CacheWatcher:
 
     __slots__ = (
         "key", "recursive", "predicate", "allow_bookmarks", "capacity", "last_rv",
-        "next_bookmark", "deadline", "_initial_objects", "_initial_events", "_end_bookmark",
-        "_queue", "_waiter", "_closed", "_stopped", "_on_stop", "_sink", "_direct", "__weakref__",
+        "next_bookmark", "deadline", "min_rv", "_initial_objects", "_initial_events",
+        "_end_bookmark", "_queue", "_waiter", "_closed", "_stopped", "_on_stop", "_sink",
+        "_direct", "__weakref__",
     )
 
     def __init__(
@@ -117,6 +118,7 @@ class CacheWatcher:
         self.last_rv = start_rv
         self.next_bookmark = 0.0
         self.deadline = 0.0  # time.monotonic() when the caller ends the watch; 0: unknown
+        self.min_rv = 0  # events at or below it are not this watcher's (a future start)
         # Both lists are taken over and consumed from their end, hence reversed here.
         if initial_objects is not None:
             initial_objects.reverse()
@@ -144,7 +146,7 @@ class CacheWatcher:
     def offer(self, event: CacheEvent) -> bool:
         """Queue ``event`` if it concerns this watcher; False when the buffer overflowed and
         the watcher was closed (the caller counts it and forgets the watcher)."""
-        if self._closed:
+        if self._closed or event.rv <= self.min_rv:
             return True
         if self.predicate.everything:
             out = event.shared

@@ -585,7 +585,18 @@ class Cacher:
         if requested == 0:
             # sendInitialEvents=false with "0": from now, without the current state.
             return self._start(key, opts, snapshot=sie is not False, start_rv=cache.rv)
-        if not await self._fresh.reach(requested):
+        try:
+            reached = await self._fresh.reach(requested)
+        except StorageError as err:
+            if err.code is not Code.TOO_LARGE_RESOURCE_VERSION:
+                raise
+            # A revision the store has not reached either. Upstream's cacher: a watch owed the
+            # state as of it fails with an ERROR event in its stream; any other starts and
+            # delivers the changes after it once they happen.
+            if sie:
+                return ErrorWatcher(err)
+            return self._start(key, opts, snapshot=False, start_rv=requested)
+        if not reached:
             return await self._backend.watch(key, opts)
         if sie:
             return self._start(key, opts, snapshot=True, start_rv=cache.rv)
@@ -644,6 +655,8 @@ class Cacher:
         )
         if opts.timeout_seconds > 0:
             w.deadline = time.monotonic() + opts.timeout_seconds
+        if start_rv > cache.rv:
+            w.min_rv = start_rv  # a revision the cache has not reached: only what comes after
         self._register(w)
         return w
 

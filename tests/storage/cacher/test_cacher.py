@@ -115,13 +115,29 @@ async def test_too_large_resource_version(store: FakeStore) -> None:
     for call in (
         cacher.get(key("a", "x"), GetOptions(resource_version=str(want))),
         cacher.get_list(PREFIX, ListOptions(resource_version=str(want), resource_version_match="NotOlderThan")),
-        cacher.watch(PREFIX, ListOptions(resource_version=str(want))),
     ):
         with pytest.raises(StorageError) as ei:
             await call
         assert ei.value.code == Code.TOO_LARGE_RESOURCE_VERSION
         assert ei.value.message == f"Too large resource version: {want}, current: {store.rev}"
         assert ei.value.retry_after_seconds == 1
+    # A watch owed the state as of that revision fails in its stream (upstream's cacher:
+    # an ERROR event, after the 200)...
+    w = await cacher.watch(PREFIX, ListOptions(resource_version=str(want), send_initial_events=True,
+                                               resource_version_match="NotOlderThan",
+                                               allow_watch_bookmarks=True))
+    ev = await nxt(w)
+    assert ev.type == "ERROR" and ev.error is not None
+    assert ev.error.code == Code.TOO_LARGE_RESOURCE_VERSION
+    # ...any other starts, and delivers only the changes after it.
+    w = await cacher.watch(PREFIX, ListOptions(resource_version=str(store.rev + 2)))
+    await store.create(key("a", "y1"), cm("a", "y1"))
+    await store.create(key("a", "y2"), cm("a", "y2"))
+    third = await store.create(key("a", "y3"), cm("a", "y3"))
+    ev = await nxt(w)
+    assert (ev.type, ev.object["metadata"]["name"]) == ("ADDED", "y3")
+    assert ev.object["metadata"]["resourceVersion"] == third["metadata"]["resourceVersion"]
+    w.stop()
     await cacher.close()
 
 
