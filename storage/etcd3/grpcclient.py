@@ -102,6 +102,11 @@ def to_kv_error(exc: grpc.aio.AioRpcError) -> KVError:
         return KVError(TOO_LARGE_REQUEST, "etcdserver: request is too large")
     if code in _RETRY_CODES:
         return KVError(UNAVAILABLE, message)
+    if code == grpc.StatusCode.UNKNOWN and "deadline exceeded" in message:
+        # etcd 3.4 answers a request it could not finish in time (no quorum) with its context
+        # error as UNKNOWN "context deadline exceeded": the store is unavailable, the request's
+        # outcome unknown (as for a timeout: a write is not retried)
+        return KVError(UNAVAILABLE, message)
     return KVError(OTHER, message)
 
 

@@ -10,6 +10,7 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import grpc
 import pytest
 
 from raftstore.api.pb import rpc_pb2 as pb
@@ -316,3 +317,20 @@ async def test_member_killed_under_a_watch(cluster_factory: object) -> None:
         w2.stop()
     finally:
         await store.close()
+
+
+def test_etcds_context_deadline_is_unavailable_not_internal() -> None:
+    """etcd 3.4 without quorum answers a write after 7 s with UNKNOWN "context deadline
+    exceeded"; that became an InternalError (500) where every other outage is a 503."""
+    from storage.etcd3.common import storage_error
+    from storage.etcd3.grpcclient import to_kv_error
+    from storage.etcd3.kvclient import UNAVAILABLE
+
+    exc = grpc.aio.AioRpcError(grpc.StatusCode.UNKNOWN, grpc.aio.Metadata(),
+                               grpc.aio.Metadata(), details="context deadline exceeded")
+    err = to_kv_error(exc)
+    assert err.kind == UNAVAILABLE
+    assert storage_error(err).code is Code.UNREACHABLE
+    other = to_kv_error(grpc.aio.AioRpcError(grpc.StatusCode.UNKNOWN, grpc.aio.Metadata(),
+                                             grpc.aio.Metadata(), details="something else"))
+    assert other.kind != UNAVAILABLE
