@@ -19,6 +19,7 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from raftstore.config import ConfigError, parse
+    from raftstore.journal import JournalError
     from raftstore.server import configure_logging, serve
 
     try:
@@ -30,7 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with asyncio.Runner(loop_factory=_loop_factory()) as runner:
             runner.run(serve(cfg))
-    except OSError as e:
+    except (OSError, JournalError) as e:
         print(f"raftstore: {e}", file=sys.stderr)
         return 1
     return 0

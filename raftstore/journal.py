@@ -40,6 +40,25 @@ from raftstore import metrics
 
 log = logging.getLogger("raftstore.journal")
 
+# What a member does when its journal cannot be written: stop at once, as etcd stops on a
+# WAL write error. Acknowledgements wait for the journal; going on after a failed write would
+# acknowledge entries that are not on this disk (what a full disk did). Tests replace it.
+EX_IOERR: Final = 74
+
+
+def _stop_member(what: str, exc: BaseException) -> None:
+    log.critical("raft journal: %s failed (%s); this member stops, since everything it "
+                 "acknowledges must be on its disk", what, exc)
+    logging.shutdown()
+    os._exit(EX_IOERR)
+
+
+on_fatal: Callable[[str, BaseException], None] = _stop_member
+
+
+class JournalError(Exception):
+    """The journal on disk cannot be used as it is (the member refuses to start)."""
+
 # A dead prefix (entries a snapshot covers) is rewritten away once it is this large.
 _DEAD_PREFIX: Final = 64 << 20
 _SLOW_SYNC: Final = 0.1  # seconds; etcd warns at 1 s, we want to see smaller stalls too
@@ -108,12 +127,24 @@ class DurableJournal(Journal):  # type: ignore[misc]
     # -- start-up -----------------------------------------------------------------------------
 
     def _load_meta(self) -> dict[str, Any]:
+        """Term, vote and commit hint. Missing: a new member. Unreadable: refused, since it is
+        written whole (temporary file, fsync, rename), so it is damage, and starting without
+        the stored vote could grant a second vote in the same term."""
         try:
             with open(self._meta_path, "rb") as f:
-                meta = msgpack.unpackb(f.read(), raw=False)
-            return meta if isinstance(meta, dict) else {}
-        except (FileNotFoundError, ValueError, msgpack.ExtraData, msgpack.FormatError):
+                raw = f.read()
+        except FileNotFoundError:
             return {}
+        try:
+            meta = msgpack.unpackb(raw, raw=False)
+        except (ValueError, msgpack.ExtraData, msgpack.FormatError) as e:
+            meta = e
+        if not isinstance(meta, dict):
+            raise JournalError(
+                f"{self._meta_path} is unreadable ({len(raw)} bytes); it holds this member's "
+                "term and vote. Restore it, or replace the member with an empty data "
+                "directory (docs/raftstore.md, \"Durability\")")
+        return meta
 
     def _load_entries(self) -> int:
         with open(self._path, "rb") as f:
@@ -149,12 +180,14 @@ class DurableJournal(Journal):  # type: ignore[misc]
             data = bytes(self._pending)
             offset = self._size - len(data)
             last = self._last_idx
-            self._pending.clear()
-        if data:
-            os.pwrite(self._fd, data, offset)
-            self._needs_sync = True
-        if self._needs_sync:
-            if self._fsync:
+        try:
+            if data:
+                view = memoryview(data)
+                while view:  # pwrite may write less than asked
+                    written = os.pwrite(self._fd, view, offset)
+                    view, offset = view[written:], offset + written
+                self._needs_sync = True
+            if self._needs_sync and self._fsync:
                 started = time.monotonic()
                 os.fdatasync(self._fd)
                 took = time.monotonic() - started
@@ -162,7 +195,13 @@ class DurableJournal(Journal):  # type: ignore[misc]
                 metrics.JOURNAL_SYNC_SECONDS.observe(took)
                 if took > _SLOW_SYNC:
                     log.warning("slow fdatasync of the raft journal (%.3fs)", took)
-            self._needs_sync = False
+        except OSError as e:
+            # Neither the buffer nor the durable index moves: nothing is acknowledged.
+            on_fatal("writing entries", e)
+            raise
+        with self._buf_lock:
+            del self._pending[:len(data)]  # what was added meanwhile stays for the next write
+        self._needs_sync = False
         if last > self.durable_index:
             self.durable_index = last
 
@@ -409,12 +448,17 @@ class DurableJournal(Journal):  # type: ignore[misc]
             # Never ahead of the entries on disk (the hint is replayed at start-up).
             meta["commit"] = max(1, min(meta["commit"], self.durable_index))
         data = msgpack.packb(meta, use_bin_type=True)
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                if self._fsync:
+                    os.fsync(f.fileno())
+            os.replace(tmp, self._meta_path)
             if self._fsync:
-                os.fsync(f.fileno())
-        os.replace(tmp, self._meta_path)
-        if self._fsync:
-            fsync_dir(self._dir)
+                fsync_dir(self._dir)
+        except OSError as e:
+            # A term or vote not on disk must not be acted on (Raft), so the member stops.
+            on_fatal("storing term and vote", e)
+            raise
         self._meta_dirty = False

@@ -222,6 +222,29 @@ def _connection_send(conn: Any, message: Any) -> None:
 _Conn._TcpConnection__processConnectionTimeout = _connection_timeout
 _Conn.send = _connection_send
 
+# pysyncobj buffers a peer's message for as long as its 4-byte length announces (up to 2 GiB)
+# before it can authenticate it, so anyone reaching the peer port could make a member buffer
+# and parse gigabytes (a fuzz run moved leadership seven times in 20 s that way). No message
+# of ours comes near this bound: appends and snapshot parts are 64 KiB batches, a forwarded
+# command at most a request (1.5 MiB) with its framing and encryption.
+MAX_PEER_MESSAGE: Final = 8 * 1024 * 1024
+_parse_message = _Conn._TcpConnection__processParseMessage
+
+
+def _parse_bounded(conn: Any) -> Any:
+    buf = conn._TcpConnection__readBuffer
+    if len(buf) >= 4:
+        (length,) = struct.unpack_from("i", buf, 0)
+        if not 0 <= length <= MAX_PEER_MESSAGE:
+            log.warning("a peer connection announced a message of %d bytes (at most %d are "
+                        "accepted): dropping the connection", length, MAX_PEER_MESSAGE)
+            conn.disconnect()
+            return None
+    return _parse_message(conn)
+
+
+_Conn._TcpConnection__processParseMessage = _parse_bounded
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReplicationConfig:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -595,6 +596,87 @@ async def test_an_append_from_a_stale_next_index_cuts_no_entry(tmp_path: object,
         await leader.propose(msgpack.packb(300))
         await _until(lambda: len(sms[reps.index(follower)].items) == 301)
         assert sms[0].items == sms[1].items == sms[2].items
+    finally:
+        for r in reps:
+            r.stop()
+
+
+def test_a_journal_write_error_stops_the_member_and_acknowledges_nothing(
+        tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full disk: the write fails, and the member must stop (as etcd does on a WAL error).
+    The journal went on: the failed bytes were dropped from its buffer and the next sync
+    released the acknowledgements waiting for them, so acknowledged writes were lost."""
+    import errno
+
+    from raftstore import journal as journal_mod
+
+    stops: list[str] = []
+    monkeypatch.setattr(journal_mod, "on_fatal", lambda what, exc: stops.append(what))
+    j = DurableJournal(os.path.join(str(tmp_path), "j"))
+    j.add(b"cmd1", 1, 1)
+    j.sync()
+    assert j.durable_index == 1
+    real = os.pwrite
+
+    def full(fd: int, data: object, offset: int) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "pwrite", full)
+    j.add(b"cmd2", 2, 1)
+    with pytest.raises(OSError):
+        j.sync()
+    assert stops == ["writing entries"]
+    assert j.durable_index == 1
+    with pytest.raises(OSError):
+        j.sync()  # still nothing on disk: still not durable
+    assert j.durable_index == 1
+    monkeypatch.setattr(os, "pwrite", real)
+    j.sync()  # the bytes were kept: written now
+    assert j.durable_index == 2
+    j._destroy()
+    j2 = DurableJournal(os.path.join(str(tmp_path), "j"))
+    assert [e[1] for e in j2] == [1, 2]
+    j2._destroy()
+
+
+def test_an_unreadable_meta_file_is_refused(tmp_path: object) -> None:
+    """Term and vote: starting without them could grant a second vote in a term."""
+    from raftstore.journal import JournalError
+
+    path = os.path.join(str(tmp_path), "j")
+    j = DurableJournal(path)
+    j.setCurrentTerm(3, "m1")
+    j._destroy()
+    with open(path + ".meta", "wb") as f:
+        f.write(b"\xc1")
+    with pytest.raises(JournalError, match="unreadable"):
+        DurableJournal(path)
+
+
+async def test_a_peer_message_of_absurd_size_drops_the_connection(tmp_path: object) -> None:
+    """pysyncobj buffered whatever length a peer announced (up to 2 GiB) before it could
+    authenticate the message: anyone reaching the peer port could load the leader."""
+    cfgs, sms = make_cluster(tmp_path, 3)
+    reps = [Replication(c, s) for c, s in zip(cfgs, sms, strict=True)]
+    try:
+        leader = await wait_leader(reps)
+        host, port = leader.cfg.bind_peer.rsplit(":", 1)
+        sock = socket.create_connection((host, int(port)), timeout=5)
+        sock.sendall(struct.pack("i", 2**31 - 1) + b"\\0" * 65536)
+        closed = False
+        deadline = time.monotonic() + 5
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    sock.sendall(b"\\0" * 65536)
+                except OSError:  # reset by the member
+                    closed = True
+                    break
+                await asyncio.sleep(0.01)
+        finally:
+            sock.close()
+        assert closed
+        assert await leader.propose(msgpack.packb(1)) is not None
     finally:
         for r in reps:
             r.stop()
