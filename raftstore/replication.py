@@ -63,6 +63,7 @@ from pysyncobj.monotonic import monotonic as _pso_monotonic
 from pysyncobj.pipe_notifier import PipeNotifier
 from pysyncobj.transport import TCPTransport
 
+from raftstore import journal as journal_mod
 from raftstore import metrics
 from raftstore.consensus import (
     ConsensusError,
@@ -71,7 +72,7 @@ from raftstore.consensus import (
     NoLeaderError,
     TimeoutError_,
 )
-from raftstore.journal import DurableJournal, fsync_dir
+from raftstore.journal import DurableJournal, JournalError, fsync_dir
 from raftstore.readindex import READ_MESSAGES, Answer, ReadIndex
 from raftstore.statemachine import StateMachine
 
@@ -303,6 +304,23 @@ class _SteadyWriter:
             os.fdatasync(self._f.fileno())
             self._unsynced = 0
         return n
+
+
+class _Summing:
+    """Writes through to ``f`` and keeps the CRC-32 of everything written (a snapshot's
+    trailer: a snapshot damaged on disk is refused instead of served)."""
+
+    def __init__(self, f: Any) -> None:
+        self._f = f
+        self.crc = 0
+
+    def write(self, data: bytes) -> int:
+        self.crc = zlib.crc32(data, self.crc)
+        return int(self._f.write(data))
+
+
+SNAPSHOT_TRAILER: Final = struct.Struct(">4sI")  # b"CRC1", CRC-32 of all bytes before it
+_TRAILER_MAGIC: Final = b"CRC1"
 
 
 class _Backgrounded(Exception):
@@ -699,6 +717,17 @@ class Replication:
         os.makedirs(cfg.data_dir, exist_ok=True)
         self._snapshot_path = os.path.join(cfg.data_dir, "snapshot.msgpack")
         self._journal = DurableJournal(os.path.join(cfg.data_dir, "raft.journal"), fsync=cfg.fsync)
+        first = int(self._journal[0][1]) if len(self._journal) else 1
+        if first > 1 and not os.path.exists(self._snapshot_path):
+            # The log was compacted into a snapshot that is gone: the entries it held are
+            # nowhere on this member, and replaying the rest over an empty state serves a
+            # state that never was (it did, and never caught up).
+            self._journal._destroy()
+            raise JournalError(
+                f"{self._snapshot_path} is missing but raft.journal starts at entry "
+                f"{first}, after a snapshot; restore the snapshot, or move "
+                "raft.journal aside (or replace the member with an empty data directory and "
+                "--initial-cluster-state=existing) to have it fetch the state from the leader")
         self._member_ids = {
             name: member_id_for(name, cfg.peer_urls[name], cfg.cluster_token) for name in cfg.peers
         }
@@ -978,6 +1007,7 @@ class Replication:
             {
                 "entries": [list(last), list(prev)],
                 "cluster": sorted(getattr(n, "address", str(n)) for n in cluster),
+                "crc32": True,  # a SNAPSHOT_TRAILER ends the file
             },
             use_bin_type=True,
         )
@@ -995,10 +1025,12 @@ class Replication:
         started = time.monotonic()
         try:
             with open(part, "wb") as raw:
-                f = _SteadyWriter(raw, self.cfg.fsync)
+                steady = _SteadyWriter(raw, self.cfg.fsync)
+                f = _Summing(steady)
                 f.write(struct.pack(">I", len(head)))
                 f.write(head)
                 writer(f)
+                steady.write(SNAPSHOT_TRAILER.pack(_TRAILER_MAGIC, f.crc))
                 raw.flush()
                 if self.cfg.fsync:
                     os.fsync(raw.fileno())
@@ -1030,15 +1062,32 @@ class Replication:
         return int(status)
 
     def _read_snapshot(self, path: str) -> tuple[Any, Any, Any]:
-        with open(path, "rb") as f:
+        """Load a snapshot (this member's, at start-up, or one just received from the leader).
+        One that is damaged stops the member with a message saying so: pysyncobj would log
+        the failure and go on with an empty state, serving it and never catching up."""
+        try:
+            with open(path, "rb") as f:
+                if self.cfg.fsync:
+                    os.fsync(f.fileno())  # it may be a snapshot just received from the leader
+                data = f.read()
             if self.cfg.fsync:
-                os.fsync(f.fileno())  # it may be a snapshot just received from the leader
-            data = f.read()
-        if self.cfg.fsync:
-            fsync_dir(os.path.dirname(os.path.abspath(path)))
-        (n,) = struct.unpack_from(">I", data, 0)
-        head = msgpack.unpackb(data[4 : 4 + n], raw=False)
-        self.state.restore(data[4 + n :])
+                fsync_dir(os.path.dirname(os.path.abspath(path)))
+            (n,) = struct.unpack_from(">I", data, 0)
+            head = msgpack.unpackb(data[4 : 4 + n], raw=False)
+            end = len(data)
+            if head.get("crc32"):
+                end -= SNAPSHOT_TRAILER.size
+                magic, crc = SNAPSHOT_TRAILER.unpack_from(data, max(end, 0))
+                if end < 4 + n or magic != _TRAILER_MAGIC or zlib.crc32(data[:end]) != crc:
+                    raise ValueError("checksum mismatch (damaged or cut short)")
+            self.state.restore(data[4 + n : end])
+        except Exception as e:  # noqa: BLE001 - any failure to read it is damage
+            journal_mod.on_fatal(
+                f"loading the snapshot {path} ({e}); move it and raft.journal aside, or "
+                "replace the member with an empty data directory and "
+                "--initial-cluster-state=existing, to have it fetch the state from the "
+                "leader", e)
+            raise
         last, prev = (tuple(e) for e in head["entries"])
         self._cut_journal_at(prev, last)
         cluster = {_pso.TCPNode(a) for a in head["cluster"]}

@@ -680,3 +680,59 @@ async def test_a_peer_message_of_absurd_size_drops_the_connection(tmp_path: obje
     finally:
         for r in reps:
             r.stop()
+
+
+async def _member_with_a_snapshot(tmp_path: object) -> tuple[ReplicationConfig, str]:
+    cfgs, sms = make_cluster(tmp_path, 1, snapshot_count=20)
+    rep = Replication(cfgs[0], sms[0])
+    try:
+        await wait_leader([rep])
+        snap = os.path.join(cfgs[0].data_dir, "snapshot.msgpack")
+        for i in range(300):
+            await rep.propose(msgpack.packb(i))
+            if os.path.exists(snap) and i > 100:
+                break
+        await _until(lambda: os.path.exists(snap))
+    finally:
+        rep.stop()
+    return cfgs[0], snap
+
+
+async def test_a_damaged_snapshot_stops_the_member(tmp_path: object,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A flipped byte in the middle of the snapshot was loaded and served (wrong values, a
+    HashKV differing from the other members for good); now its checksum stops the member."""
+    from raftstore import journal as journal_mod
+
+    cfg, snap = await _member_with_a_snapshot(tmp_path)
+    with open(snap, "r+b") as f:
+        size = os.fstat(f.fileno()).st_size
+        f.seek(size // 2)
+        byte = f.read(1)
+        f.seek(size // 2)
+        f.write(bytes([byte[0] ^ 0x40]))
+    stops: list[str] = []
+    monkeypatch.setattr(journal_mod, "on_fatal", lambda what, exc: stops.append(what))
+    rep = Replication(cfg, Counter())
+    try:
+        await _until(lambda: bool(stops), timeout=5)
+    finally:
+        rep.stop()
+    assert "checksum mismatch" in stops[0] and snap in stops[0]
+
+
+async def test_a_missing_snapshot_behind_a_compacted_journal_is_refused(
+        tmp_path: object) -> None:
+    """Without its snapshot, a member replayed the rest of its journal over an empty state,
+    served that, and never caught up."""
+    from raftstore.journal import JournalError
+
+    cfg, snap = await _member_with_a_snapshot(tmp_path)
+    os.remove(snap)
+    # as a member's journal is once rewritten without the entries the snapshot holds (or
+    # after the leader sent it a snapshot)
+    j = DurableJournal(os.path.join(cfg.data_dir, "raft.journal"))
+    j._rewrite(list(j)[50:])
+    j._destroy()
+    with pytest.raises(JournalError, match="is missing but raft.journal starts at entry"):
+        Replication(cfg, Counter())
