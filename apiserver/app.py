@@ -457,6 +457,7 @@ def run(options: ServerOptions, *, allinone: bool) -> int:
     failures to a message and exit code 1."""
     from apiserver import logs
     from apiserver.authn.tokenfile import TokenFileError
+    from raftstore.journal import JournalError
 
     logs.configure(options.logging_format, options.log_level)
     gctuning.tune()
@@ -466,7 +467,7 @@ def run(options: ServerOptions, *, allinone: bool) -> int:
         uvloop.run(serve(options, allinone=allinone))
     except KeyboardInterrupt:
         return 0
-    except (TokenFileError, ValueError, OSError, ssl.SSLError) as e:
+    except (TokenFileError, JournalError, ValueError, OSError, ssl.SSLError) as e:
         print(f"{_prog(allinone)}: error: {e}", file=sys.stderr, flush=True)
         return 1
     except Exception as e:  # start-up failure of another layer (e.g. store unreachable)

@@ -13,6 +13,11 @@ in a pickled side file. This journal replaces it (see replication.py for how it 
 * a torn or corrupt tail (a crash in the middle of a write) is detected by length and CRC at
   start-up and cut off: those entries were never acknowledged, since nothing was sent and
   nothing applied before the sync that would have covered them;
+* the meta file also records ``synced``, an index every entry up to which was fdatasynced
+  when the file was written (stored at most once a second, and lowered at once when the log
+  is cut below it). A damaged record at or below that index is damage to entries that were
+  on disk, not a torn write, and the journal refuses to load (``JournalError``) instead of
+  dropping them and everything after them, as etcd refuses a WAL with a CRC mismatch;
 * ``deleteEntriesTo`` (after a snapshot) rewrites the remaining entries into a new file and
   renames it over the old one, fsyncing file and directory, which also makes the snapshot
   file's rename (same directory) durable.
@@ -95,8 +100,15 @@ class DurableJournal(Journal):  # type: ignore[misc]
         self._needs_sync = False  # written to the file, not yet fdatasynced (under _io_lock)
         self._meta: dict[str, Any] = self._load_meta()
         self._meta_dirty = False
+        # The ``synced`` mark as written in the meta file (under _meta_lock).
+        mark = self._meta.get("synced")
+        self._synced_on_disk = mark if isinstance(mark, int) else 0
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        self._size = self._load_entries()
+        try:
+            self._size = self._load_entries()
+        except JournalError:
+            os.close(self._fd)
+            raise
         # File offset of the first entry held: entries a snapshot covers stay in the file (a
         # dead prefix) until it is large, see deleteEntriesTo.
         self._start = 0
@@ -162,9 +174,22 @@ class DurableJournal(Journal):  # type: ignore[misc]
             self._ends.append(end)
             offset = end
         if offset != len(data):
+            last = self._entries[-1][1] if self._entries else 0
+            if last < self._synced_on_disk:
+                raise JournalError(
+                    f"{self._path}: the record at offset {offset} is damaged (bad length or "
+                    f"CRC), but every entry up to index {self._synced_on_disk} was on disk "
+                    f"(the last readable one is {last}; {len(data) - offset} bytes follow). "
+                    "Refusing to start rather than drop acknowledged entries: restore the "
+                    "data directory from a backup or a snapshot, or replace the member with "
+                    "an empty data directory (docs/raftstore.md, \"Durability\")")
             # A torn tail from a crash mid-write: never acknowledged (see module doc).
             os.ftruncate(self._fd, offset)
             os.fsync(self._fd)
+        elif data and self._fsync:
+            # After a process kill the file may hold writes that were never synced; they
+            # are counted durable from here on (durable_index), so make them so.
+            os.fdatasync(self._fd)
         return offset
 
     # -- durability ---------------------------------------------------------------------------
@@ -328,6 +353,7 @@ class DurableJournal(Journal):  # type: ignore[misc]
             self._size = new_size
             self._last_idx = self._entries[-1][1] if self._entries else 0
             self.durable_index = min(self.durable_index, self._last_idx)
+            self._lower_synced_mark()
 
     def deleteEntriesTo(self, entryTo: int) -> None:  # noqa: N802
         """Drop the entries a snapshot covers. They leave memory at once but stay in the file
@@ -386,6 +412,16 @@ class DurableJournal(Journal):  # type: ignore[misc]
         self._needs_sync = False
         self._last_idx = self._entries[-1][1] if self._entries else 0
         self.durable_index = self._last_idx
+        self._lower_synced_mark()
+
+    def _lower_synced_mark(self) -> None:
+        """After the log was cut (``_io_lock`` held): if the meta file's ``synced`` mark is
+        past the new end, rewrite it now, before anything is appended, so that a torn write
+        of the entries appended next is not taken for damage. Rare: a conflict on a
+        follower, or a snapshot received from the leader."""
+        with self._meta_lock:
+            if self._synced_on_disk > self._last_idx:
+                self._store_meta()
 
     def __getitem__(self, item: int | slice) -> Any:
         return self._entries[item]
@@ -434,7 +470,7 @@ class DurableJournal(Journal):  # type: ignore[misc]
         return vote if isinstance(vote, str) else None
 
     def onOneSecondTimer(self) -> None:  # noqa: N802
-        if self._meta_dirty:
+        if self._meta_dirty or self._last_idx > self._synced_on_disk:
             # The commit index is a hint (the leader re-sends it), stored by the journal's
             # thread right after syncing the entries, so never ahead of the entries on disk;
             # the raft thread does not wait for these fsyncs.
@@ -447,6 +483,10 @@ class DurableJournal(Journal):  # type: ignore[misc]
         if isinstance(meta.get("commit"), int):
             # Never ahead of the entries on disk (the hint is replayed at start-up).
             meta["commit"] = max(1, min(meta["commit"], self.durable_index))
+        # Read under _meta_lock: a cut lowers these before it takes that lock to rewrite
+        # the mark, so the mark written here is never past the log's end for long.
+        synced = min(self.durable_index, self._last_idx)
+        meta["synced"] = synced
         data = msgpack.packb(meta, use_bin_type=True)
         try:
             with open(tmp, "wb") as f:
@@ -462,3 +502,4 @@ class DurableJournal(Journal):  # type: ignore[misc]
             on_fatal("storing term and vote", e)
             raise
         self._meta_dirty = False
+        self._synced_on_disk = synced

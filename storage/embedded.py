@@ -12,8 +12,9 @@ commands and is as big as the last snapshot (or 256 MiB), the state is
 captured (a cheap copy-on-write view), written to ``<data_dir>/snapshot`` in a thread
 (temporary file, fsync, rename, fsync of the directory), and the journal entries it covers are
 dropped. Start-up loads the snapshot and replays the journal entries after its index; a torn
-journal tail (crash mid-write) was never acknowledged and is cut off. What survives: every
-acknowledged write, across a process kill and a machine crash (with ``fsync=True``).
+journal tail (crash mid-write) was never acknowledged and is cut off, but damage to entries
+that the journal had recorded as synced refuses the start (``JournalError``). What survives:
+every acknowledged write, across a process kill and a machine crash (with ``fsync=True``).
 
 Threads: everything runs on the event loop's thread except the fdatasync and the snapshot
 write. Applying a command calls the MVCC watchers' callbacks synchronously (loop thread,
@@ -28,6 +29,7 @@ import fcntl
 import logging
 import os
 import struct
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Final
@@ -100,27 +102,35 @@ class CommandLog:
         except OSError:
             os.close(self._lock_fd)
             raise RuntimeError(f"data directory {data_dir} is in use by another process") from None
-        self._snap_path = os.path.join(data_dir, "snapshot")
-        self._index = self._load_snapshot()
-        self._snap_index = self._index
-        self._snap_bytes = self._snapshot_size()
-        journal_path = os.path.join(data_dir, "journal")
-        fresh = not os.path.exists(journal_path)
-        self._journal = DurableJournal(journal_path, fsync=fsync)
-        if fsync and (fresh or created):
-            # A synced file is only durable once its directory entry is.
-            fsync_dir(data_dir)
-            if created:
-                fsync_dir(os.path.dirname(os.path.abspath(data_dir)))
-        self._replay()
+        try:
+            self._open(data_dir, created)
+        except BaseException:
+            os.close(self._lock_fd)  # releases the lock: the directory is not in use
+            raise
         self._pending: list[tuple[bytes, asyncio.Future[object]]] = []
         self._flusher: asyncio.Task[None] | None = None
         self._snapshotting: asyncio.Task[None] | None = None
         self._truncate_to = 0
         self._broken: str = ""
         self._closed = False
+        self._marked = time.monotonic()
 
     # -- start-up ---------------------------------------------------------------------
+
+    def _open(self, data_dir: str, created: bool) -> None:
+        self._snap_path = os.path.join(data_dir, "snapshot")
+        self._index = self._load_snapshot()
+        self._snap_index = self._index
+        self._snap_bytes = self._snapshot_size()
+        journal_path = os.path.join(data_dir, "journal")
+        fresh = not os.path.exists(journal_path)
+        self._journal = DurableJournal(journal_path, fsync=self._fsync)
+        if self._fsync and (fresh or created):
+            # A synced file is only durable once its directory entry is.
+            fsync_dir(data_dir)
+            if created:
+                fsync_dir(os.path.dirname(os.path.abspath(data_dir)))
+        self._replay()
 
     def _load_snapshot(self) -> int:
         try:
@@ -199,6 +209,13 @@ class CommandLog:
                 result = self._state.apply(command)
                 if not fut.done():
                     fut.set_result(result)
+            now = time.monotonic()
+            if now - self._marked >= 1.0:
+                # Record in the journal's meta file how far it is synced (a thread of the
+                # journal's writes it), so that damage below that point is refused at start
+                # rather than read as a torn tail (raftstore/journal.py).
+                self._marked = now
+                self._journal.onOneSecondTimer()
             self._maybe_snapshot()
 
     def _maybe_snapshot(self) -> None:

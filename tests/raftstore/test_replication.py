@@ -193,6 +193,107 @@ def test_journal_cuts_torn_tail_and_keeps_synced_entries(tmp_path: object) -> No
     j3._destroy()
 
 
+def _flip_byte_of_record(path: str, index: int) -> None:
+    """Flip a byte inside the command of the index-th record (0-based) of a journal file."""
+    with open(path, "r+b") as f:
+        data = f.read()
+        offset = 0
+        for _ in range(index):
+            (length,) = struct.unpack_from("<I", data, offset)
+            offset += 24 + length
+        f.seek(offset + 24)
+        f.write(bytes([data[offset + 24] ^ 0x20]))
+
+
+def test_journal_refuses_damage_to_entries_it_had_synced(tmp_path: object) -> None:
+    """A bad CRC in the middle of the journal was read as a torn tail: the damaged record and
+    every acknowledged entry after it were cut off silently. Records up to the meta file's
+    ``synced`` mark were on disk, so damage there is refused, as etcd refuses a WAL with a
+    CRC mismatch."""
+    from raftstore.journal import JournalError
+
+    path = os.path.join(str(tmp_path), "j")
+    j = DurableJournal(path)
+    for i in range(1, 11):
+        j.add(b"cmd%d" % i, i, 1)
+    j._destroy()  # syncs and stores the meta file: synced up to 10
+    size = os.path.getsize(path)
+    _flip_byte_of_record(path, 4)
+    with pytest.raises(JournalError, match=r"damaged .* every entry up to index 10 was on disk"):
+        DurableJournal(path)
+    assert os.path.getsize(path) == size  # nothing was cut
+    _flip_byte_of_record(path, 4)  # repaired: loads whole
+    j2 = DurableJournal(path)
+    assert [e[1] for e in j2] == list(range(1, 11))
+    j2._destroy()
+
+
+def test_journal_still_cuts_a_torn_write_past_the_synced_mark(tmp_path: object) -> None:
+    path = os.path.join(str(tmp_path), "j")
+    j = DurableJournal(path)
+    for i in range(1, 6):
+        j.add(b"cmd%d" % i, i, 1)
+    j.sync()
+    j.setCurrentTerm(2, None)  # meta written: synced up to 5
+    for i in range(6, 9):
+        j.add(b"cmd%d" % i, i, 1)
+    j.sync()  # on disk, but the mark still says 5 (it is written once a second)
+    os.close(j._fd)  # a crash: no _destroy
+    _flip_byte_of_record(path, 6)  # the write of entry 7 was torn
+    j2 = DurableJournal(path)
+    assert [e[1] for e in j2] == [1, 2, 3, 4, 5, 6]
+    j2._destroy()
+
+
+def test_journal_lowers_the_synced_mark_when_the_log_is_cut(tmp_path: object) -> None:
+    """A follower whose log is cut at a conflict appends other entries at the same indexes;
+    a torn write of those must not read as damage to the entries cut away."""
+    path = os.path.join(str(tmp_path), "j")
+    j = DurableJournal(path)
+    for i in range(1, 11):
+        j.add(b"old%d" % i, i, 1)
+    j.sync()
+    j.setCurrentTerm(2, None)  # synced up to 10
+    j.deleteEntriesFrom(5)  # entries 6.. conflicted with the new leader's
+    for i in range(6, 9):
+        j.add(b"new%d" % i, i, 2)
+    j.sync()
+    os.close(j._fd)
+    _flip_byte_of_record(path, 7)  # entry 8's write torn
+    j2 = DurableJournal(path)
+    assert [e[2] for e in j2] == [1, 1, 1, 1, 1, 2, 2]
+    j2.clear()  # a snapshot from the leader replaces the log: the mark goes to 0
+    j2.add(b"after", 100, 3)
+    j2.add(b"after", 101, 3)
+    j2.sync()
+    os.close(j2._fd)
+    _flip_byte_of_record(path, 1)
+    j3 = DurableJournal(path)
+    assert [e[1] for e in j3] == [100]
+    j3._destroy()
+
+
+def test_journal_records_how_far_it_is_synced_once_a_second(tmp_path: object) -> None:
+    from raftstore.journal import JournalError
+
+    path = os.path.join(str(tmp_path), "j")
+    j = DurableJournal(path)
+    for i in range(1, 6):
+        j.add(b"cmd%d" % i, i, 1)
+    j.onOneSecondTimer()  # pysyncobj's timer (and the embedded store's): syncs, then marks
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if os.path.exists(path + ".meta"):
+            with open(path + ".meta", "rb") as f:
+                if msgpack.unpackb(f.read()).get("synced") == 5:
+                    break
+        time.sleep(0.01)
+    os.close(j._fd)  # a crash
+    _flip_byte_of_record(path, 2)
+    with pytest.raises(JournalError, match="up to index 5"):
+        DurableJournal(path)
+
+
 def test_journal_delete_to_past_its_end_keeps_the_last_entry(tmp_path: object) -> None:
     """pysyncobj compacts up to a snapshot's index even if its log was truncated below that
     index meanwhile (a restarted ex-leader once hit IndexError here)."""

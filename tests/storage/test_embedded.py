@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import struct
 from pathlib import Path
 
+import msgpack
 import pytest
 
 from raftstore.journal import DurableJournal
@@ -96,6 +98,53 @@ async def test_torn_journal_tail_is_cut(tmp_path: Path) -> None:
         assert [o["metadata"]["name"] for o in res.items] == ["a", "b"]
         await store.create("/registry/configmaps/ns/c", cm("c"))
         assert await store.get("/registry/configmaps/ns/c", GetOptions()) is not None
+    finally:
+        await store.close()
+
+
+async def test_damage_inside_the_synced_journal_is_refused(tmp_path: Path) -> None:
+    """A flipped bit in an acknowledged entry read as a torn tail: the store started without
+    that write and every write after it. The journal's synced mark (written once a second
+    while writes arrive, and at close) tells damage from a torn write."""
+    from raftstore.journal import JournalError
+
+    d = str(tmp_path / "data")
+    store = await open_embedded(d)
+    for i in range(5):
+        await store.create(f"/registry/configmaps/ns/c{i}", cm(f"c{i}"))
+    await store.close()
+    path = os.path.join(d, "journal")
+    with open(path, "r+b") as f:
+        data = f.read()
+        (length,) = struct.unpack_from("<I", data, 0)
+        second = 24 + length  # the second record: the first write after the first
+        f.seek(second + 30)
+        f.write(bytes([data[second + 30] ^ 0x01]))
+    with pytest.raises(JournalError, match="damaged"):
+        await open_embedded(d)
+    # the refusal changed nothing on disk and released the data directory
+    with open(path, "rb") as f:
+        assert len(f.read()) == len(data)
+    with pytest.raises(JournalError, match="damaged"):
+        await open_embedded(d)  # not "in use"
+
+
+async def test_running_store_marks_its_journal_synced(tmp_path: Path) -> None:
+    d = str(tmp_path / "data")
+    store = await open_embedded(d)
+    try:
+        await store.create("/registry/configmaps/ns/a", cm("a"))
+        await asyncio.sleep(1.05)
+        await store.create("/registry/configmaps/ns/b", cm("b"))  # a second on: marks
+        meta = os.path.join(d, "journal.meta")
+        for _ in range(500):
+            if os.path.exists(meta):
+                with open(meta, "rb") as f:
+                    if msgpack.unpackb(f.read()).get("synced", 0) >= 2:
+                        break
+            await asyncio.sleep(0.01)
+        else:
+            raise AssertionError("the journal's synced mark was never written")
     finally:
         await store.close()
 
