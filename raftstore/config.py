@@ -75,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(p, "initial-cluster", default=None,
           help="every member as name=peerURL, comma-separated (default: <name>=<peer URL>)")
     _flag(p, "initial-cluster-state", default="new", choices=["new", "existing"],
-          help="new for a new cluster, existing to rejoin (state comes from --data-dir)")
+          help="new for a new cluster; existing to rejoin: with an empty --data-dir the member "
+               "votes only once it has caught up from the leader")
     _flag(p, "initial-cluster-token", default="raftstore-cluster",
           help="cluster token, mixed into member and cluster ids")
     _flag(p, "peer-password-file",

@@ -465,6 +465,16 @@ class DurableJournal(Journal):  # type: ignore[misc]
     def getCurrentTerm(self) -> int:  # noqa: N802
         return int(self._meta.get("term", 0))
 
+    def set_flag(self, name: str, value: bool) -> None:
+        """Store a member state flag in the meta file, durably, now."""
+        with self._meta_lock:
+            if bool(self._meta.get(name)) != value:
+                self._meta[name] = value
+                self._store_meta()
+
+    def get_flag(self, name: str) -> bool:
+        return self._meta.get(name) is True
+
     def getVotedForNodeId(self) -> str | None:  # noqa: N802
         vote = self._meta.get("vote")
         return vote if isinstance(vote, str) else None

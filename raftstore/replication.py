@@ -262,6 +262,9 @@ class ReplicationConfig:
     snapshot_count: int = 10_000
     heartbeat: float = 0.1
     election_timeout: float = 1.0
+    # --initial-cluster-state=existing: an empty member joins as a non-voter until it has
+    # caught up (Replication._catch_up_done).
+    join_existing: bool = False
 
 
 def member_id_for(name: str, peer_urls: list[str], token: str) -> int:
@@ -553,6 +556,8 @@ class _RaftNode(SyncObj):  # type: ignore[misc]
         self._owner = owner
         self._journal = journal
         self._commit_ok: int | None = None  # the commit index as of the last apply pass
+        # Catching up after joining empty: neither votes nor campaigns (see Replication).
+        self._catching_up = False
         transport_journal = journal
 
         class Transport(_SyncingTransport):
@@ -599,7 +604,11 @@ class _RaftNode(SyncObj):  # type: ignore[misc]
         a commit must stay on that disk. So the entries already held are skipped here: an
         append holding nothing new is answered without touching the log, and one that goes
         on past them reaches pysyncobj starting at its first new or conflicting entry. Other
-        messages go to pysyncobj unchanged."""
+        messages go to pysyncobj unchanged, except a vote request or a leader's hand-over
+        while this member is catching up (it votes for nobody until then)."""
+        if self._catching_up and type(message) is dict \
+                and message.get("type") in ("request_vote", "timeout_now"):
+            return None
         if type(message) is dict and message.get("type") == "append_entries" \
                 and "prevLogIdx" in message and message.get("transmission") is None \
                 and message.get("term", -1) >= self._SyncObj__raftCurrentTerm:
@@ -728,6 +737,16 @@ class Replication:
                 f"{first}, after a snapshot; restore the snapshot, or move "
                 "raft.journal aside (or replace the member with an empty data directory and "
                 "--initial-cluster-state=existing) to have it fetch the state from the leader")
+        empty = (not len(self._journal) and not os.path.exists(self._snapshot_path)
+                 and self._journal.getCurrentTerm() == 0)
+        if cfg.join_existing and empty:
+            if len(cfg.peers) < 2:
+                self._journal._destroy()
+                raise JournalError(
+                    f"{cfg.data_dir} is empty and --initial-cluster-state=existing, but "
+                    "--initial-cluster names no other member to catch up from; start a "
+                    "new single-member cluster with --initial-cluster-state=new")
+            self._journal.set_flag("catching_up", True)
         self._member_ids = {
             name: member_id_for(name, cfg.peer_urls[name], cfg.cluster_token) for name in cfg.peers
         }
@@ -777,6 +796,11 @@ class Replication:
         self._barrier_inflight = False
         self._last_leader: Any = None
         self._stopping = threading.Event()
+        if self._journal.get_flag("catching_up"):
+            self._node._catching_up = True
+            self._hold_election()
+            log.info("joined with an empty data directory: this member neither votes nor "
+                     "campaigns until it holds every entry the leader has committed")
         self._thread = threading.Thread(target=self._run, name="raft", daemon=True)
         self._thread.start()
 
@@ -810,6 +834,8 @@ class Replication:
         calls = self._raft_calls
         while calls:
             calls.popleft()()
+        if node._catching_up:
+            self._catch_up_step()
         if self._reads or self._remote_reads or not self._read_index.idle:
             self._serve_reads()
         if self._ready:
@@ -828,6 +854,33 @@ class Replication:
                 node.raftCurrentTerm,
             )
             self._last_leader = leader
+
+    def _hold_election(self) -> None:
+        """(Catching up) push pysyncobj's election deadline past the next ticks."""
+        self._node._SyncObj__raftElectionDeadline = (
+            _pso_monotonic() + 2 * self.cfg.election_timeout)
+
+    def _catch_up_step(self) -> None:
+        """(Raft thread) A member that joined empty (``--initial-cluster-state=existing``)
+        has forgotten its log and its vote. Were it to vote, it and a member that missed
+        recent writes could elect that member while the members holding those writes are
+        down, and acknowledged writes would be lost. So it neither votes nor campaigns (as
+        a learner) until its journal holds, on disk and applied, an entry the current
+        leader committed in its own term: a leader holds every entry committed before it
+        (Raft's leader completeness), so everything committed is then on this disk too.
+        The state is kept in the meta file, so a restart before that goes on catching up."""
+        node = self._node
+        commit = int(node._SyncObj__raftCommitIndex)
+        term = int(node.raftCurrentTerm)
+        entry = node._SyncObj__getEntries(commit, 1) if commit else None
+        if (node._getLeader() is None or not entry or entry[0][2] != term
+                or self._journal.durable_index < commit or node.raftLastApplied < commit):
+            self._hold_election()
+            return
+        self._journal.set_flag("catching_up", False)
+        node._catching_up = False
+        log.info("caught up with the leader at entry %d (term %d): this member votes from "
+                 "now on", commit, term)
 
     def _sync_and_release(self) -> bool:
         """(Raft thread) fdatasync what was appended (one sync for everything since the last)

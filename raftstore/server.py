@@ -104,6 +104,7 @@ def replication_config(cfg: Config) -> ReplicationConfig:
         snapshot_count=cfg.snapshot_count,
         heartbeat=cfg.heartbeat_interval_ms / 1000,
         election_timeout=cfg.election_timeout_ms / 1000,
+        join_existing=cfg.initial_cluster_state == "existing",
     )
 
 

@@ -28,6 +28,18 @@ def test_etcd_flag_names() -> None:
     assert cfg.listen_metrics_urls == ["http://127.0.0.1:9100"]
 
 
+def test_initial_cluster_state_reaches_replication() -> None:
+    """existing: an empty member joins without a vote until it has caught up
+    (tests/raftstore/test_replication.py)."""
+    from raftstore.server import replication_config
+
+    base = ["--name", "a", "--initial-cluster", CLUSTER,
+            "--initial-advertise-peer-urls", "http://127.0.0.1:2380",
+            "--listen-peer-urls", "http://127.0.0.1:2380"]
+    assert replication_config(parse([*base, "--initial-cluster-state", "existing"])).join_existing
+    assert not replication_config(parse(base)).join_existing
+
+
 def test_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAFTSTORE_NAME", "b")
     monkeypatch.setenv("RAFTSTORE_INITIAL_CLUSTER", CLUSTER)
