@@ -2,10 +2,13 @@
 ``anonymous`` authenticators: x509 first, then tokens; the first that names a user wins; an
 error (a presented but invalid credential) is final; a request with no credential at all is
 ``system:anonymous`` when anonymous auth is on, else 401. Every authenticated user gets the
-group ``system:authenticated``."""
+group ``system:authenticated``. As upstream (``ApplyAuthorization``), anonymous auth is turned
+off, with a warning, when the ``AlwaysAllow`` authorizer is configured (the default): a
+request without credentials must not be allowed everything."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Final
@@ -20,6 +23,8 @@ if TYPE_CHECKING:
 
     from apiserver.authn.interface import Authenticator
     from apiserver.options import ServerOptions
+
+log = logging.getLogger("apiserver.authn")
 
 AUTHENTICATED_GROUP: Final = "system:authenticated"
 
@@ -53,4 +58,9 @@ def build_authenticator(opts: ServerOptions) -> RequestAuthenticator:
         chain.append(X509Authenticator())
     if opts.token_auth_file:
         chain.append(TokenFileAuthenticator.from_file(opts.token_auth_file))
-    return RequestAuthenticator(chain, anonymous=opts.anonymous_auth)
+    anonymous = opts.anonymous_auth
+    if anonymous and "AlwaysAllow" in opts.authorization_mode:
+        log.warning("AnonymousAuth is not allowed with the AlwaysAllow authorizer. Resetting "
+                    "AnonymousAuth to false. You should use a different authorizer")
+        anonymous = False
+    return RequestAuthenticator(chain, anonymous=anonymous)

@@ -102,20 +102,46 @@ def echo_routes(app: web.Application) -> dict[str, Any]:
 
 ClientFactory = Callable[..., Awaitable[tuple[TestClient[Any, Any], dict[str, Any]]]]
 
+ADMIN_TOKEN = "tok-shell-admin"
+_ADMIN_LINE = f"{ADMIN_TOKEN},shell-admin,uid-shell-admin,system:masters\n"
+
+
+def _with_admin_token(token_file: str) -> str:
+    """A token file holding ``token_file``'s users and the tests' admin."""
+    import tempfile
+
+    text = Path(token_file).read_text() if token_file else ""
+    if text and not text.endswith("\n"):
+        text += "\n"
+    fd, path = tempfile.mkstemp(suffix=".csv", prefix="shell-tokens-")
+    with open(fd, "w") as f:
+        f.write(text + _ADMIN_LINE)
+    return path
+
 
 @pytest.fixture
 async def make_client() -> AsyncIterator[ClientFactory]:
     clients: list[TestClient[Any, Any]] = []
+    token_files: list[str] = []
 
     async def make(options: ServerOptions | None = None, *, store: Any = None,
-                   caches: tuple[Any, ...] = ()) -> tuple[TestClient[Any, Any], dict[str, Any]]:
+                   caches: tuple[Any, ...] = (), anonymous: bool = False,
+                   ) -> tuple[TestClient[Any, Any], dict[str, Any]]:
+        """A client of a fresh app. Its requests carry an admin's bearer token (a member of
+        system:masters, added to the options' token file) unless ``anonymous``: under
+        AlwaysAllow, as upstream, a request without credentials is 401."""
         opts = options or ServerOptions()
+        headers: dict[str, str] = {}
+        if not anonymous:
+            token_files.append(_with_admin_token(opts.token_auth_file))
+            opts = replace(opts, token_auth_file=token_files[-1])
+            headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
         backends = Backends(storage=store if store is not None else FakeStore(),
                             resources=RESOURCES, caches=caches, owned=False)
         app = build_app(opts, backends)
         state = echo_routes(app)
         state["app"] = app
-        client = TestClient(TestServer(app))
+        client = TestClient(TestServer(app), headers=headers)
         await client.start_server()
         clients.append(client)
         return client, state
@@ -123,6 +149,8 @@ async def make_client() -> AsyncIterator[ClientFactory]:
     yield make
     for c in clients:
         await c.close()
+    for path in token_files:
+        Path(path).unlink(missing_ok=True)
 
 
 def free_port() -> int:

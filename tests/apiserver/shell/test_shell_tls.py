@@ -60,11 +60,13 @@ async def test_client_certificate_user_and_groups(tls_server, tmp_path):
     assert body["groups"] == ["team-a", "team-b", "system:authenticated"]
 
 
-async def test_no_certificate_is_anonymous(tls_server):
+async def test_no_certificate_is_401_under_always_allow(tls_server):
+    """Anonymous requests are turned off under AlwaysAllow, as upstream does."""
     url, pki = tls_server
-    body = await whoami(url, client_ssl(pki.ca_cert))
-    assert body["user"] == "system:anonymous"
     ctx = client_ssl(pki.ca_cert)
+    async with aiohttp.ClientSession() as s, s.get(f"{url}/whoami", ssl=ctx) as r:
+        assert r.status == 401
+    ctx = client_ssl(pki.ca_cert, pki.admin_cert, pki.admin_key)
     async with aiohttp.ClientSession() as s, \
             s.get(url.replace("127.0.0.1", "localhost") + "/readyz", ssl=ctx) as r:
         assert r.status == 200  # the serving certificate covers localhost too
