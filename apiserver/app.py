@@ -18,11 +18,12 @@ import contextlib
 import signal
 import ssl
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+import orjson
 import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
@@ -63,6 +64,7 @@ log = structlog.get_logger("apiserver")
 # Above the endpoints' own 3 MiB limit (they answer 413 with upstream's message themselves);
 # aiohttp's limit only guards against bodies far beyond it.
 CLIENT_MAX_SIZE: Final = 4 * 1024 * 1024
+MAX_HEADER_BYTES: Final = 1 << 20  # upstream secure serving: MaxHeaderBytes
 DEFAULT_CERT_DIR: Final = "/var/run/platform"
 KUBECONFIG_NAME: Final = "admin.kubeconfig"
 StoreKey = tuple[str, str, str]
@@ -218,11 +220,14 @@ def build_app(options: ServerOptions, backends: Backends, *,
     health.install(app, state)
     advertise = (f"{options.advertise_address}:{options.secure_port}"
                  if options.advertise_address else "")
-    Discovery(backends.resources, server_address=advertise).install(app)
+    discovery = Discovery(backends.resources, server_address=advertise)
+    discovery.install(app)
     if backends.resources:
         install_openapi(app, list(backends.resources))
     app.router.add_get("/version", handle_version)
+    app.router.add_get("/version/", handle_version)
     app.router.add_get("/metrics", handle_metrics)
+    app.router.add_get("/", _index_handler(app, discovery))
     if install_endpoints and backends.stores:
         from apiserver.endpoints import install
 
@@ -238,6 +243,25 @@ def build_app(options: ServerOptions, backends: Backends, *,
 
     app.on_shutdown.append(end_watches)
     return app
+
+
+def _index_handler(app: web.Application, discovery: Discovery
+                   ) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """GET /: ``{"paths": [...]}``, every fixed path served, sorted, as upstream's index."""
+    body: bytes = b""
+
+    async def handle(request: web.Request) -> web.Response:
+        nonlocal body
+        if not body:
+            paths = set(discovery.paths())
+            for resource in app.router.resources():
+                path = resource.get_info().get("path")
+                if isinstance(path, str) and path != "/":
+                    paths.add(path)
+            body = orjson.dumps({"paths": sorted(paths)}, option=orjson.OPT_INDENT_2) + b"\n"
+        return web.Response(body=body, content_type="application/json")
+
+    return handle
 
 
 # ---- TLS and kubeconfig ---------------------------------------------------------------------
@@ -343,9 +367,13 @@ async def serve(options: ServerOptions, *, allinone: bool,
         app = build_app(options, backends)
         # auto_decompress off: a request's Content-Encoding is not decoded (Go's server does
         # not either; the bytes are the body), so a mislabelled body is a 400, not a 500.
+        # Request line and header fields up to 1 MiB, as upstream's MaxHeaderBytes (aiohttp's
+        # 8 KiB refused long label selectors and tokens).
         runner = web.AppRunner(app, handle_signals=False, access_log=None,
                                shutdown_timeout=options.request_timeout,
-                               keepalive_timeout=75.0, auto_decompress=False)
+                               keepalive_timeout=75.0, auto_decompress=False,
+                               max_line_size=MAX_HEADER_BYTES, max_field_size=MAX_HEADER_BYTES,
+                               max_headers=1024)
         await runner.setup()
         site = web.TCPSite(runner, options.bind_address, options.secure_port,
                            ssl_context=ssl_ctx, backlog=1024, reuse_address=True)

@@ -265,6 +265,20 @@ class Discovery:
         r.add_get("/api/", self.handle_api)
         r.add_get("/apis", self.handle_apis)
         r.add_get("/apis/", self.handle_apis)
-        r.add_get("/api/{version}", self.handle_core_version)
-        r.add_get("/apis/{group}", self.handle_group)
-        r.add_get("/apis/{group}/{version}", self.handle_group_version)
+        # with and without a trailing slash, as go-restful serves them (the Python client
+        # asks for /api/v1/ and /apis/<group>/)
+        for path, handler in (("/api/{version}", self.handle_core_version),
+                              ("/apis/{group}", self.handle_group),
+                              ("/apis/{group}/{version}", self.handle_group_version)):
+            r.add_get(path, handler)
+            r.add_get(path + "/", handler)
+
+    def paths(self) -> list[str]:
+        """The discovery paths the index at / lists."""
+        out = ["/api", "/apis", "/apis/"]
+        for group, version in self._resource_lists:
+            if group:
+                out += [f"/apis/{group}", f"/apis/{group}/{version}"]
+            else:
+                out.append(f"/api/{version}")
+        return out

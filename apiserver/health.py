@@ -120,7 +120,7 @@ def root_handler(name: str, checks: tuple[Check, ...]
             else:
                 lines.append(f"[-]{c.name} failed: reason withheld\n")
                 failed.append(c.name)
-        unknown = [e for e in excluded if e not in {c.name for c in checks}]
+        unknown = sorted({e for e in excluded} - {c.name for c in checks})
         if unknown:
             quoted = ",".join(f'"{u}"' for u in unknown)
             lines.append(f"warn: some health checks cannot be excluded: no matches for "
@@ -141,7 +141,8 @@ def single_handler(checks: tuple[Check, ...]
     by_name = {c.name: c for c in checks}
 
     async def handle(request: web.Request) -> web.Response:
-        check = by_name.get(request.match_info["check"])
+        name = request.match_info.get("check") or request.path.rpartition("/")[2]
+        check = by_name.get(name)
         if check is None:
             raise web.HTTPNotFound()
         reason = await _run(check)
@@ -155,4 +156,7 @@ def single_handler(checks: tuple[Check, ...]
 def install(app: web.Application, state: HealthState) -> None:
     for name, checks in checks_for(state).items():
         app.router.add_get(f"/{name}", root_handler(name, checks))
-        app.router.add_get(f"/{name}/{{check}}", single_handler(checks))
+        single = single_handler(checks)
+        for c in checks:  # listed by the index at / as upstream lists them
+            app.router.add_get(f"/{name}/{c.name}", single)
+        app.router.add_get(f"/{name}/{{check}}", single)

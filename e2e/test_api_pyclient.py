@@ -145,3 +145,15 @@ def test_client_sees_server_errors(api_server: ApiServerProcess, namespace: str)
         v1.replace_namespaced_config_map("c", namespace, body)
     assert conflict.value.status == 409
     urllib3.disable_warnings()
+
+
+def test_discovery_and_version_through_the_client(api_server: ApiServerProcess) -> None:
+    """The client asks for /version/, /api/v1/ and /apis/<group>/ (a trailing slash): those
+    were 404s."""
+    v1 = core(api_server)
+    api = v1.api_client
+    assert client.VersionApi(api).get_code().git_version.startswith("v1.33")
+    names = {r.name for r in v1.get_api_resources().resources}
+    assert {"configmaps", "namespaces", "pods/status"} <= names
+    assert client.AppsApi(api).get_api_group().name == "apps"
+    assert "deployments" in {r.name for r in client.AppsV1Api(api).get_api_resources().resources}

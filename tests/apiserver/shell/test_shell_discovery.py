@@ -130,7 +130,35 @@ async def test_version_and_metrics(make_client):
     r = await client.get("/metrics")
     assert r.status == 200
     assert r.headers["Content-Type"].startswith("text/plain")
-    assert "apiserver_request_total" in await r.text()
+    text = await r.text()
+    assert "apiserver_request_total" in text
+    assert "_created" not in text  # upstream exposes no *_created series
+
+
+async def test_paths_with_a_trailing_slash(make_client):
+    """go-restful serves discovery and /version with a trailing slash too; the official
+    Python client asks for /version/, /api/v1/ and /apis/<group>/."""
+    client, _ = await make_client()
+    for path in ("/version", "/api/v1", "/apis/apps", "/apis/apps/v1",
+                 "/apis/coordination.plat.io/v1beta1"):
+        plain = await client.get(path)
+        slash = await client.get(path + "/")
+        assert (plain.status, slash.status) == (200, 200), path
+        assert await plain.read() == await slash.read()
+    assert (await client.get("/apis/nosuch/")).status == 404
+
+
+async def test_index_lists_the_paths(make_client):
+    client, _ = await make_client()
+    r = await client.get("/")
+    assert r.status == 200
+    paths = (await r.json())["paths"]
+    assert paths == sorted(paths)
+    for p in ("/api", "/api/v1", "/apis", "/apis/", "/apis/apps", "/apis/apps/v1",
+              "/apis/coordination.plat.io/v1beta1", "/healthz", "/healthz/ping", "/livez",
+              "/readyz", "/readyz/etcd", "/readyz/shutdown", "/metrics", "/version"):
+        assert p in paths, p
+    assert not any("{" in p for p in paths)
 
 
 async def _catalog_client():

@@ -41,6 +41,9 @@ async def test_exclude(make_client):
     r = await client.get("/livez?verbose&exclude=etcd&exclude=nosuch")
     assert 'warn: some health checks cannot be excluded: no matches for "nosuch"\n' in \
         await r.text()
+    # sorted, as upstream's set
+    r = await client.get("/livez?verbose&exclude=zz&exclude=aa&exclude=zz")
+    assert 'no matches for "aa","zz"\n' in await r.text()
 
 
 async def test_single_check(make_client):
