@@ -97,3 +97,23 @@ def configure(fmt: str = "text", level: str = "info") -> None:
     root.setLevel(lvl)
     # aiohttp's access log duplicates our per-request line.
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    server_log = logging.getLogger("aiohttp.server")
+    if not any(isinstance(f, _BadRequestFilter) for f in server_log.filters):
+        server_log.addFilter(_BadRequestFilter())
+
+
+class _BadRequestFilter(logging.Filter):
+    """aiohttp logs a request it cannot parse with the exception, whose text quotes the
+    start of the offending line: an over-long ``Authorization`` header put the start of a
+    token in the log. Such a record keeps the exception's name only."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from aiohttp.http_exceptions import HttpProcessingError
+
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            message = record.getMessage()
+            record.msg, record.args = "%s (%s)", (message, type(exc).__name__)
+            record.exc_info = None
+            record.exc_text = None
+        return True
