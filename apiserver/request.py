@@ -58,7 +58,9 @@ USER: Final = web.RequestKey("user", UserInfo)
 
 
 def _truthy(value: str | None) -> bool:
-    return value is not None and value.lower() in ("1", "true")
+    """A present ``watch`` parameter, as upstream decodes it: anything but "0" and "false"
+    (any case) is true, the empty value (``?watch``) included."""
+    return value is not None and value.lower() not in ("0", "false")
 
 
 def parse_request_info(method: str, path: str, query: dict[str, str]) -> RequestInfo:
@@ -90,6 +92,14 @@ def parse_request_info(method: str, path: str, query: dict[str, str]) -> Request
         "post": "create", "get": "get", "head": "get", "put": "update",
         "patch": "patch", "delete": "delete",
     }.get(method_l, method_l)
+    special_watch = False
+    if rest[0] == "watch":
+        # the deprecated /watch/ paths (upstream's special verb): .../watch/configmaps,
+        # .../watch/namespaces/ns/configmaps[/name]
+        if len(rest) < 2:
+            return non_resource
+        verb, special_watch = "watch", True
+        rest = rest[1:]
 
     namespace = resource = name = sub = ""
     if rest[0] == "namespaces":
@@ -113,7 +123,9 @@ def parse_request_info(method: str, path: str, query: dict[str, str]) -> Request
         if len(rest) > 2:
             sub = rest[2]
 
-    if name == "":
+    if special_watch:
+        pass
+    elif name == "":
         if verb == "get":
             verb = "watch" if _truthy(query.get("watch")) else "list"
         elif verb == "delete":

@@ -31,10 +31,10 @@ from apiserver.endpoints.negotiation import (
     OutputType,
     negotiate_output,
 )
-from apiserver.endpoints.response import GenericServerError, Scope, write_error
+from apiserver.endpoints.response import Scope, write_error
 from apiserver.registry.interface import Context
 from apiserver.request import request_info, user_of
-from apiserver.status import APIError
+from apiserver.status import APIError, GenericServerError
 
 if TYPE_CHECKING:
     from apiserver.registry.interface import RESTStore
@@ -77,6 +77,8 @@ def _under_a_namespace(info: RequestInfo) -> bool:
     info reads the namespace from the path, as for ``/api/v1/namespaces/a`` itself, where
     only ``status`` and ``finalize`` may follow."""
     segments = info.path.strip("/").split("/")  # api, v1, namespaces, a, ...
+    if len(segments) > 2 and segments[2] == "watch":
+        del segments[2]  # the deprecated /api/v1/watch/namespaces/... form
     return len(segments) > 4 and segments[4] not in ("status", "finalize")
 
 
@@ -154,6 +156,8 @@ class ResourceHandler:
             if store is None or not info.resource:
                 raise not_found()
             handler = _route(info, store)
+            if info.verb == "watch" and request.method not in ("GET", "HEAD"):
+                raise method_not_allowed()  # POST .../watch/configmaps
             pb_ok = self.protobuf_ok(key, store)
             output = _output_for(request, info.verb, pb_ok)
             ctx = Context(namespace=info.namespace if store.info.namespaced else "",

@@ -126,3 +126,22 @@ async def test_event_that_fails_to_encode_ends_the_stream(client, monkeypatch) -
     assert b"HTTP/1.1" not in body
     assert [orjson.loads(x)["object"]["metadata"]["name"] for x in body.splitlines()] == [
         "a-good"]
+
+
+async def test_deprecated_watch_paths(client) -> None:
+    """Upstream v1.33 still serves the /watch/ paths (deprecated in favour of ?watch=1):
+    a collection, a named object, across namespaces. They were 404s."""
+    await create_cm(client, "a")
+    await create_cm(client, "b")
+    watch_cm = CM.replace("/api/v1/", "/api/v1/watch/")
+    for path, names in ((f"{watch_cm}?timeoutSeconds=1", {"a", "b"}),
+                        (f"{watch_cm}/b?timeoutSeconds=1", {"b"}),
+                        ("/api/v1/watch/configmaps?timeoutSeconds=1", {"a", "b"})):
+        resp = await client.get(path)
+        assert resp.status == 200, path
+        events = [orjson.loads(x) for x in (await asyncio.wait_for(resp.read(), 10)).splitlines()]
+        assert {e["object"]["metadata"]["name"] for e in events} == names, path
+        assert {e["type"] for e in events} == {"ADDED"}
+    assert (await client.post(watch_cm, data=b"{}")).status == 405
+    assert (await client.get("/api/v1/watch")).status == 404
+    assert (await client.get("/api/v1/watch/nosuch")).status == 404

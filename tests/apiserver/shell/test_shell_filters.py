@@ -26,17 +26,40 @@ def bearer(tok: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {tok}"}
 
 
-async def test_anonymous_and_request_info(make_client):
+async def test_request_info(make_client):
     client, _ = await make_client()
     r = await client.get("/api/v1/namespaces/ns1/configmaps/x")
     assert r.status == 200
     body = await r.json()
-    assert body["user"] == "system:anonymous"
-    assert body["groups"] == ["system:unauthenticated"]
+    assert body["user"] == "shell-admin"
     assert (body["verb"], body["resource"], body["namespace"], body["name"]) == \
         ("get", "configmaps", "ns1", "x")
     r = await client.get("/apis/apps/v1/statefulsets?watch=true")
     assert (await r.json())["verb"] == "watch"
+    # the parameter decodes as upstream's bool: only "0" and "false" (any case) are false,
+    # the empty value included ("?watch" was a list)
+    for query, verb in (("watch", "watch"), ("watch=", "watch"), ("watch=yes", "watch"),
+                        ("watch=TRUE", "watch"), ("watch=0", "list"),
+                        ("watch=False", "list"), ("", "list")):
+        r = await client.get(f"/apis/apps/v1/statefulsets?{query}")
+        assert (await r.json())["verb"] == verb, query
+
+
+async def test_anonymous_is_off_under_always_allow(make_client, caplog):
+    """As upstream: AlwaysAllow (the default) with anonymous requests would let anyone do
+    anything, so anonymous auth is turned off with a warning, and no credential is a 401."""
+    client, _ = await make_client(anonymous=True)
+    for path in ("/api/v1/namespaces", "/version", "/healthz"):
+        r = await client.get(path)
+        assert r.status == 401, path
+        assert (await r.json())["reason"] == "Unauthorized"
+    assert "AnonymousAuth is not allowed with the AlwaysAllow authorizer" in caplog.text
+    # with another authorizer, anonymous requests are system:anonymous
+    client, _ = await make_client(with_options(authorization_mode=("AlwaysDeny",)),
+                                  anonymous=True)
+    r = await client.get("/api/v1/namespaces/ns1/configmaps/x")
+    assert r.status == 403
+    assert 'User "system:anonymous" cannot get resource' in (await r.json())["message"]
 
 
 async def test_unknown_path_and_method_are_status(make_client):
@@ -82,10 +105,11 @@ async def test_token_file_users(make_client, tmp_path):
     r = await client.get("/api/v1/configmaps", headers=bearer("tok-bob"))
     body = await r.json()
     assert (body["user"], body["groups"]) == ("bob", ["system:authenticated"])
-    # not a bearer header, or an empty token: no credential at all -> anonymous
+    # not a bearer header, or an empty token: no credential at all -> anonymous, which
+    # AlwaysAllow turns off -> 401
     for h in ({"Authorization": "Basic Zm9vOmJhcg=="}, {"Authorization": "Bearer "}):
         r = await client.get("/api/v1/configmaps", headers=h)
-        assert (await r.json())["user"] == "system:anonymous"
+        assert r.status == 401
 
 
 async def test_bad_token_is_401_even_with_anonymous(make_client, tmp_path):
@@ -99,14 +123,17 @@ async def test_bad_token_is_401_even_with_anonymous(make_client, tmp_path):
 
 
 async def test_anonymous_off_is_401(make_client):
-    client, _ = await make_client(with_options(anonymous_auth=False))
+    client, _ = await make_client(with_options(anonymous_auth=False,
+                                               authorization_mode=("AlwaysDeny",)),
+                                  anonymous=True)
     r = await client.get("/version")
     assert r.status == 401
 
 
 async def test_always_deny_message(make_client, tmp_path):
     client, _ = await make_client(with_options(
-        token_auth_file=token_file(tmp_path), authorization_mode=("AlwaysDeny",)))
+        token_auth_file=token_file(tmp_path), authorization_mode=("AlwaysDeny",)),
+        anonymous=True)
     r = await client.get("/api/v1/namespaces/ns1/configmaps/x", headers=bearer("tok-alice"))
     assert r.status == 403
     assert await r.json() == {
@@ -122,9 +149,11 @@ async def test_always_deny_message(make_client, tmp_path):
         'forbidden.')
     r = await client.get("/version")
     assert r.status == 403
-    assert (await r.json())["message"] == (
-        'forbidden: User "system:anonymous" cannot get path "/version": Everything is '
-        'forbidden.')
+    assert await r.json() == {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": 'forbidden: User "system:anonymous" cannot get path "/version": '
+                   'Everything is forbidden.',
+        "reason": "Forbidden", "details": {}, "code": 403}
     # system:masters is always allowed
     r = await client.get("/api/v1/configmaps", headers=bearer("tok-root"))
     assert r.status == 200
@@ -178,7 +207,7 @@ async def test_max_in_flight(make_client, tmp_path):
     await state["entered"].wait()
     try:
         # over the read-only limit: 429, decided before authorization (not 403)
-        r = await client.get("/api/v1/configmaps")
+        r = await client.get("/api/v1/configmaps", headers=bearer("tok-alice"))
         assert r.status == 429
         assert r.headers["Retry-After"] == "1"
         assert await r.json() == {
@@ -210,6 +239,7 @@ async def test_request_timeout(make_client):
     assert body["reason"] == "Timeout"
     assert body["message"] == ("Timeout: request did not complete within requested timeout "
                                "- context deadline exceeded")
+    assert body["details"] == {}  # upstream's NewTimeoutError always carries details
     # a watch and a streaming sub-resource are long-running: not timed out by the filter
     r = await client.get("/api/v1/configmaps?watch=1&sleep=0.4")
     assert r.status == 200
