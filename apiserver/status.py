@@ -76,6 +76,20 @@ class APIError(Exception):
         return status
 
 
+class GenericServerError(APIError):
+    """An error whose Status carries ``details`` even when empty (``"details": {}``), as
+    upstream's errors built with a StatusDetails do: NewGenericServerResponse (the 404 for
+    unknown paths, the 405 for unrouted methods, the 422 of a failed JSON patch), the 403
+    for a non-resource path and the 504 of a request timeout."""
+
+    def body(self) -> dict[str, Any]:
+        status = super().body()
+        code = status.pop("code")
+        status.setdefault("details", {})
+        status["code"] = code
+        return status
+
+
 def _details(name: str, resource: str, group: str, **extra: Any) -> dict[str, Any]:
     d: dict[str, Any] = {}
     if name:

@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from typing import Final
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+)
+
+# Neither upstream nor etcd exposes prometheus_client's ``*_created`` series.
+disable_created_metrics()
 
 REGISTRY: Final = CollectorRegistry(auto_describe=True)
 

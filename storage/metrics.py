@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import Final
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import Counter, Gauge, Histogram, disable_created_metrics
+
+# Neither upstream nor etcd exposes prometheus_client's ``*_created`` series.
+disable_created_metrics()
 
 ETCD_REQUEST_DURATION: Final = Histogram(
     "etcd_request_duration_seconds",

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 from apiserver.authz.interface import ALLOW, NO_OPINION, Decision
-from apiserver.status import APIError, qualified_resource
+from apiserver.status import APIError, GenericServerError, qualified_resource
 
 if TYPE_CHECKING:
     from apiserver.authz.interface import Authorizer
@@ -94,7 +94,7 @@ def forbidden_error(user: UserInfo, info: RequestInfo, reason: str) -> APIError:
         msg = f"{msg}: {reason}"
     details: dict[str, str] = {}
     if not info.is_resource_request or not info.resource:
-        return APIError(403, "Forbidden", f"forbidden: {msg}")
+        return GenericServerError(403, "Forbidden", f"forbidden: {msg}")
     qr = qualified_resource(info.resource, info.api_group)
     if info.name:
         details["name"] = info.name

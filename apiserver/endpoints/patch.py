@@ -23,11 +23,18 @@ from apiserver.endpoints import apply, fieldvalidation, serializers, strategicpa
 from apiserver.endpoints.body import apply_field_validation, read_body
 from apiserver.endpoints.negotiation import JSON, media_type_of, unsupported_media_type
 from apiserver.endpoints.params import write_options
-from apiserver.endpoints.response import GenericServerError, write_object
+from apiserver.endpoints.response import write_object
 from apiserver.endpoints.serializers import decode_patch_json, depth_exceeds
 from apiserver.endpoints.update import check_name
 from apiserver.registry import validation
-from apiserver.status import APIError, bad_request, invalid, not_found, too_large
+from apiserver.status import (
+    APIError,
+    GenericServerError,
+    bad_request,
+    invalid,
+    not_found,
+    too_large,
+)
 
 if TYPE_CHECKING:
     from aiohttp import web

@@ -83,19 +83,6 @@ class Scope:
         return ri.group_version
 
 
-class GenericServerError(APIError):
-    """Upstream's NewGenericServerResponse: a Status whose ``details`` is present but empty
-    (``"details": {}``), as the 404 for unknown paths, the 405 for unrouted methods and the
-    422 of a failed JSON patch carry."""
-
-    def body(self) -> dict[str, Any]:
-        status = super().body()
-        code = status.pop("code")
-        status.setdefault("details", {})
-        status["code"] = code
-        return status
-
-
 # ---- transformations --------------------------------------------------------------------------
 
 

@@ -37,8 +37,7 @@ import decimal
 from typing import TYPE_CHECKING, Any, Final
 
 from apiserver.api import schema
-from apiserver.endpoints.response import GenericServerError
-from apiserver.status import APIError, bad_request
+from apiserver.status import APIError, GenericServerError, bad_request
 
 if TYPE_CHECKING:
     from apiserver.api.schema import Node

@@ -14,7 +14,7 @@ from aiohttp import web
 from apiserver.filters.longrunning import is_long_running
 from apiserver.options import parse_duration
 from apiserver.request import REQUEST_INFO
-from apiserver.status import APIError, bad_request
+from apiserver.status import GenericServerError, bad_request
 
 if TYPE_CHECKING:
     from aiohttp.typedefs import Handler, Middleware
@@ -89,7 +89,7 @@ def request_timeout(default_seconds: float) -> Middleware:
             if task in deadlines.expired:
                 deadlines.expired.discard(task)
                 if task.uncancel() <= cancelling:  # no other cancellation: ours
-                    raise APIError(504, "Timeout", TIMEOUT_MESSAGE) from None
+                    raise GenericServerError(504, "Timeout", TIMEOUT_MESSAGE) from None
             raise
         finally:
             deadlines.discard(key, task)

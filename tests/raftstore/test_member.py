@@ -45,6 +45,7 @@ def test_metrics_exposes_raft_and_store_state(raftstore_cluster: Cluster) -> Non
             name, _, value = line.rpartition(" ")
             values[name] = float(value)
     assert values["etcd_server_term"] >= 1
+    assert not any(name.endswith("_created") for name in values)  # etcd has none
     assert values["etcd_server_has_leader"] == 1
     assert values["etcd_server_leader_changes_seen_total"] >= 1
     assert values["etcd_server_proposals_applied_total"] >= 1
