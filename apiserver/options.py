@@ -27,14 +27,23 @@ _UNIT_SECONDS: Final = {
 }
 
 
-def parse_duration(text: str) -> float:
-    """Go's ``time.ParseDuration`` in seconds: ``5m``, ``300s``, ``1h30m``, ``1.5s``, ``0``."""
+def parse_duration(text: str, *, negative: bool = False) -> float:
+    """Go's ``time.ParseDuration`` in seconds: ``5m``, ``300s``, ``1h30m``, ``1.5s``, ``0``;
+    ``-1s`` only with ``negative`` (Go takes it; a flag of ours does not)."""
     s = text.strip()
     if s in ("0", "+0", "-0"):
         return 0.0
+    sign = 1.0
     if s.startswith("-"):
-        raise ValueError(f'time: invalid duration "{text}"')
-    s = s.removeprefix("+")
+        if not negative:
+            raise ValueError(f'time: invalid duration "{text}"')
+        sign, s = -1.0, s[1:]
+    elif s.startswith("+"):
+        s = s[1:]
+    return sign * _unsigned_duration(s, text)
+
+
+def _unsigned_duration(s: str, text: str) -> float:
     pos, total = 0, 0.0
     if not s:
         raise ValueError(f'time: invalid duration "{text}"')

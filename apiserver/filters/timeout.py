@@ -72,7 +72,7 @@ def request_timeout(default_seconds: float) -> Middleware:
         raw = request.query.get("timeout")
         if raw:
             try:
-                asked = parse_duration(raw)
+                asked = parse_duration(raw, negative=True)
             except ValueError as e:
                 raise bad_request(
                     f"invalid timeout specified in the request URL - {e}") from None

@@ -251,6 +251,11 @@ async def test_request_timeout(make_client):
     assert r.status == 504
     r = await client2.get("/api/v1/configmaps?timeout=soon")
     assert r.status == 400
+    # Go's ParseDuration takes a negative duration; a non-positive one leaves the default
+    r = await client2.get("/api/v1/configmaps?timeout=-1s")
+    assert r.status == 200
+    r = await client2.get("/api/v1/configmaps?timeout=--1s")
+    assert r.status == 400
 
 
 async def test_request_metrics(make_client):
