@@ -11,6 +11,7 @@ not change while the server runs.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -52,10 +53,13 @@ def _gv(group: str, version: str) -> dict[str, str]:
 class _Rendered:
     json: bytes
     obj: dict[str, Any]
+    etag: str = ""  # quoted, as upstream's aggregated discovery sends it
 
 
-def _render(obj: dict[str, Any]) -> _Rendered:
-    return _Rendered(json=orjson.dumps(obj), obj=obj)
+def _render(obj: dict[str, Any], *, etag: bool = False) -> _Rendered:
+    data = orjson.dumps(obj)
+    return _Rendered(json=data, obj=obj,
+                     etag='"' + hashlib.sha512(data).hexdigest().upper() + '"' if etag else "")
 
 
 class Discovery:
@@ -82,8 +86,9 @@ class Discovery:
                                     "groups": [self._group_objs[g] for g in named]})
         self._group_bodies = {g: _render({"kind": "APIGroup", "apiVersion": "v1",
                                           **self._group_objs[g]}) for g in named}
-        self._aggregated_core = _render(self._aggregated([""] if "" in groups else []))
-        self._aggregated_named = _render(self._aggregated(named))
+        self._aggregated_core = _render(self._aggregated([""] if "" in groups else []),
+                                        etag=True)
+        self._aggregated_named = _render(self._aggregated(named), etag=True)
 
     # ---- bodies -------------------------------------------------------------------------
 
@@ -203,8 +208,15 @@ class Discovery:
         raise not_acceptable(SERVED_TYPES if aggregated_ok else SERVED_TYPES[:2])
 
     @staticmethod
-    def _respond(body: _Rendered, fmt: str) -> web.Response:
+    def _respond(body: _Rendered, fmt: str, request: web.Request | None = None
+                 ) -> web.Response:
         headers = {"Vary": "Accept"}
+        if fmt == "aggregated":
+            # upstream's ServeHTTPWithETag: clients (kubectl's HTTP cache) revalidate
+            headers["ETag"] = body.etag
+            headers["Cache-Control"] = "public"
+            if request is not None and request.headers.get("If-None-Match") == body.etag:
+                return web.Response(status=304, headers=headers)
         if fmt == "yaml":
             return web.Response(body=yaml.safe_dump(body.obj, sort_keys=False).encode(),
                                 content_type="application/yaml", headers=headers)
@@ -229,7 +241,7 @@ class Discovery:
     async def handle_api(self, request: web.Request) -> web.Response:
         fmt = self._negotiate(request, aggregated_ok=True)
         if fmt == "aggregated":
-            return self._respond(self._aggregated_core, fmt)
+            return self._respond(self._aggregated_core, fmt, request)
         versions = self._groups.get("", [])
         body = _render({"kind": "APIVersions", "versions": versions,
                         "serverAddressByClientCIDRs": self._server_addresses(request)})
@@ -238,7 +250,7 @@ class Discovery:
     async def handle_apis(self, request: web.Request) -> web.Response:
         fmt = self._negotiate(request, aggregated_ok=True)
         return self._respond(self._aggregated_named if fmt == "aggregated"
-                             else self._group_list, fmt)
+                             else self._group_list, fmt, request)
 
     async def handle_group(self, request: web.Request) -> web.Response:
         body = self._group_bodies.get(request.match_info["group"])

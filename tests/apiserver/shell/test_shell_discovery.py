@@ -106,6 +106,24 @@ async def test_aggregated(make_client):
     assert ns["responseKind"] == {"group": "", "version": "", "kind": "Namespace"}
 
 
+async def test_aggregated_etag_and_not_modified(make_client):
+    """Upstream's ServeHTTPWithETag: a quoted ETag, Cache-Control public, and 304 for a
+    matching If-None-Match (kubectl's HTTP cache revalidates discovery that way)."""
+    client, _ = await make_client()
+    accept = {"Accept": AGG}
+    for path in ("/api", "/apis"):
+        r = await client.get(path, headers=accept)
+        etag = r.headers["ETag"]
+        assert etag.startswith('"') and etag.endswith('"') and len(etag) == 130
+        assert r.headers["Cache-Control"] == "public"
+        r2 = await client.get(path, headers={**accept, "If-None-Match": etag})
+        assert r2.status == 304 and await r2.read() == b""
+        r3 = await client.get(path, headers={**accept, "If-None-Match": '"other"'})
+        assert r3.status == 200 and await r3.read() == await r.read()
+    r = await client.get("/apis")  # the legacy document: no ETag, as upstream
+    assert "ETag" not in r.headers
+
+
 async def test_negotiation_fallbacks(make_client):
     client, _ = await make_client()
     # unrenamed or unknown aggregated types fall back to the legacy form
