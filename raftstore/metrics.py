@@ -17,7 +17,7 @@ from prometheus_client import (
 )
 
 # Neither upstream nor etcd exposes prometheus_client's ``*_created`` series.
-disable_created_metrics()
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 REGISTRY: Final = CollectorRegistry(auto_describe=True)
 

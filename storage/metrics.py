@@ -8,7 +8,7 @@ from typing import Final
 from prometheus_client import Counter, Gauge, Histogram, disable_created_metrics
 
 # Neither upstream nor etcd exposes prometheus_client's ``*_created`` series.
-disable_created_metrics()
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 ETCD_REQUEST_DURATION: Final = Histogram(
     "etcd_request_duration_seconds",
