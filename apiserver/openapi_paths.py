@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from apiserver.api import schema
 from apiserver.openapi_schemas import Format, ref
+from apiserver.registry.schemastrategy import RETURN_DELETED_OBJECT
 from apiserver.resources import ResourceInfo
 
 META: Final = "io.plat.apimachinery.pkg.apis.meta.v1."
@@ -330,7 +331,9 @@ def resource_paths(resources: Iterable[ResourceInfo]) -> list[PathItem]:
             it.operations.append(Operation(
                 method="delete", operation_id=f"delete{gv}{ns}{info.kind}",
                 description=f"delete a {info.kind}", action="delete", tag=tag, gvk=gvk,
-                params=DELETE, body=DELETE_OPTIONS, responses=_resp(STATUS, "200", "202")))
+                params=DELETE, body=DELETE_OPTIONS,
+                responses=_resp(defn if (info.group, info.resource) in RETURN_DELETED_OBJECT
+                                else STATUS, "200", "202")))
         if main.namespaced and "list" in verbs:
             all_ns = item(f"{base}/{info.resource}")
             all_ns.operations.append(Operation(

@@ -157,3 +157,54 @@ def test_discovery_and_version_through_the_client(api_server: ApiServerProcess) 
     assert {"configmaps", "namespaces", "pods/status"} <= names
     assert client.AppsApi(api).get_api_group().name == "apps"
     assert "deployments" in {r.name for r in client.AppsV1Api(api).get_api_resources().resources}
+
+
+def test_deletes_answer_as_the_generated_client_expects(api_server: ApiServerProcess,
+                                                        namespace: str) -> None:
+    """Upstream's pods, services, service accounts (and a few more) answer a DELETE with the
+    deleted object (ReturnDeletedObject), and the client parses it as that kind: a Status
+    there made delete_namespaced_pod raise although the pod was gone."""
+    v1 = core(api_server)
+    pod = client.V1Pod(metadata=client.V1ObjectMeta(name="p"), spec=client.V1PodSpec(
+        containers=[client.V1Container(name="c", image="busybox")]))
+    v1.create_namespaced_pod(namespace, pod)
+    gone = v1.delete_namespaced_pod("p", namespace)
+    assert isinstance(gone, client.V1Pod) and gone.metadata.name == "p"
+    v1.create_namespaced_service_account(namespace, client.V1ServiceAccount(
+        metadata=client.V1ObjectMeta(name="sa")))
+    assert v1.delete_namespaced_service_account("sa", namespace).metadata.name == "sa"
+    v1.create_namespaced_config_map(namespace, cm("c"))
+    status = v1.delete_namespaced_config_map("c", namespace)  # typed "object": a dict
+    assert status["kind"] == "Status" and status["status"] == "Success"
+
+
+def test_put_creates_where_upstream_allows_it(api_server: ApiServerProcess,
+                                              namespace: str) -> None:
+    """AllowCreateOnUpdate: a PUT to a missing Service, Role or LimitRange creates it (201);
+    a ConfigMap stays a 404."""
+    v1 = core(api_server)
+    svc = client.V1Service(metadata=client.V1ObjectMeta(name="s"), spec=client.V1ServiceSpec(
+        ports=[client.V1ServicePort(port=80)]))
+    _, code, _ = v1.replace_namespaced_service_with_http_info("s", namespace, svc)
+    assert code == 201
+    assert isinstance(v1.delete_namespaced_service("s", namespace), client.V1Service)
+    # the generated RBAC client speaks rbac.authorization.k8s.io: kubectl replace (a PUT)
+    role = ("apiVersion: rbac.authorization.plat.io/v1\nkind: Role\nmetadata:\n  name: r\n"
+            "rules:\n- apiGroups: ['']\n  resources: [pods]\n  verbs: [get]\n")
+    out = api_server.kubectl("-n", namespace, "replace", "-f", "-", stdin=role)
+    assert "role.rbac.authorization.plat.io/r replaced" in out.stdout
+    api_server.kubectl("-n", namespace, "get", "role", "r")
+    with pytest.raises(ApiException) as e:
+        v1.replace_namespaced_config_map("missing", namespace, cm("missing"))
+    assert e.value.status == 404
+
+
+def test_a_namespace_holding_a_job_is_deleted(api_server: ApiServerProcess) -> None:
+    """Jobs orphan their dependents by default; the namespace's deletion deletes its
+    content in the background, as upstream's does, or the Job kept an orphan finalizer
+    that only a garbage collector removes and the namespace never went."""
+    api_server.kubectl("create", "namespace", "with-job")
+    api_server.kubectl("-n", "with-job", "create", "job", "j", "--image=busybox")
+    api_server.kubectl("delete", "namespace", "with-job", "--timeout=60s", timeout=90)
+    out = api_server.kubectl("get", "namespace", "with-job", check=False)
+    assert "NotFound" in out.stderr

@@ -205,7 +205,11 @@ class NamespaceController:
             # group (upstream's "%s.%s")
             gr = f"{info.resource}.{info.group}"
             try:
-                await store.delete_collection(ctx, DeleteOptions(), ListOptions())
+                # Background, as upstream's namespace deleter: a kind whose default is to
+                # orphan its dependents (jobs, replication controllers) would otherwise get
+                # the orphan finalizer, which only a garbage collector removes.
+                await store.delete_collection(
+                    ctx, DeleteOptions(propagation_policy="Background"), ListOptions())
             except status.APIError as e:
                 failures.append(f"{qr}: {e.message}")
             try:

@@ -118,14 +118,38 @@ def _own(cls: type[Strategy], attr: str) -> Any:
     return None
 
 
+# Upstream v1.33's registry options, as facts: the stores whose DELETE answers with the
+# deleted object rather than a Status (``ReturnDeletedObject: true``; the OpenAPI, and so
+# the generated clients, type those responses as the kind), and the strategies whose
+# ``AllowCreateOnUpdate`` is true (a PUT to a missing name creates it). Kinds with a
+# strategy of their own may set either attribute there too (namespaces, leases, events).
+RETURN_DELETED_OBJECT: Final = frozenset({
+    ("", "pods"), ("", "services"), ("", "serviceaccounts"), ("", "persistentvolumeclaims"),
+    ("", "persistentvolumes"), ("", "podtemplates"), ("", "resourcequotas"),
+    ("storage.plat.io", "storageclasses"), ("storage.plat.io", "csidrivers"),
+    ("storage.plat.io", "csinodes"), ("storage.plat.io", "volumeattachments"),
+})
+CREATE_ON_UPDATE: Final = frozenset({
+    ("", "services"), ("", "limitranges"), ("", "endpoints"), ("", "events"),
+    ("events.plat.io", "events"), ("coordination.plat.io", "leases"),
+    ("rbac.authorization.plat.io", "roles"), ("rbac.authorization.plat.io", "rolebindings"),
+    ("rbac.authorization.plat.io", "clusterroles"),
+    ("rbac.authorization.plat.io", "clusterrolebindings"), ("node.plat.io", "runtimeclasses"),
+})
+
+
 def fill_attrs(res: Resource, base: type[Strategy]) -> dict[str, Any]:
     """Class attributes ``base`` leaves empty, from the table (scope always from the
-    table)."""
+    table), and the store options above."""
     attrs: dict[str, Any] = {"namespaced": res.namespaced}
     for attr, value in (("resource", res.name), ("singular", res.singular),
                         ("short_names", res.short_names), ("categories", res.categories)):
         if not _own(base, attr):
             attrs[attr] = value
+    if (res.group, res.name) in RETURN_DELETED_OBJECT:
+        attrs["return_deleted_object"] = True
+    if (res.group, res.name) in CREATE_ON_UPDATE:
+        attrs["allow_create_on_update"] = True
     return attrs
 
 
