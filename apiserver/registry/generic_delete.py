@@ -236,9 +236,9 @@ def mark_as_deleting(obj: Object) -> None:
 async def delete_collection(store: GenericStore, ctx: Context, opts: DeleteOptions,
                             list_opts: ListOptions) -> Object:
     """List with the selectors, delete each item; NotFound (deleted meanwhile) is skipped.
-    Returns the list of the items deleted now (those left with finalizers are not in it)."""
+    Returns the list as listed, as upstream's Store.DeleteCollection does: the items left
+    terminating (finalizers) and those gone meanwhile included."""
     listed = await store.list(ctx, list_opts)
-    deleted: list[Object] = []
     for item in listed["items"]:
         meta = item.get("metadata") or {}
         item_ctx = ctx
@@ -247,14 +247,12 @@ async def delete_collection(store: GenericStore, ctx: Context, opts: DeleteOptio
             item_ctx = Ctx(namespace=str(meta.get("namespace") or ""), user=ctx.user,
                            info=ctx.info)
         try:
-            _, now = await delete(store, item_ctx, str(meta.get("name") or ""), opts)
+            await delete(store, item_ctx, str(meta.get("name") or ""), opts)
         except status.APIError as e:
             if e.code == 404:
                 continue
             raise
-        if now:
-            deleted.append(item)
     return {"kind": store.new_list_kind(), "apiVersion": store.strategy.group_version,
             "metadata": {"resourceVersion": listed["metadata"]["resourceVersion"]},
-            "items": deleted}
+            "items": listed["items"]}
 
