@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from apiserver.api import schema
+from apiserver.api.gotime import RFC3339_MICRO
+from apiserver.api.gotime import canonical as canonical_time
 from apiserver.api.gotime import parse_error as time_parse_error
 from apiserver.protobuf.schema import Message
 from apiserver.protobuf.schema import message as protobuf_message
@@ -182,7 +184,8 @@ def chain_path(chain: Chain) -> str:
 
 # (value, path with list indices, Go field path, Go name of the struct holding the field,
 # outcome)
-Checker = Callable[[Any, Chain, Chain, str, Outcome], None]
+# returns None, or the canonical form of a value to store in its place (timestamps)
+Checker = Callable[[Any, Chain, Chain, str, Outcome], Any]
 
 # how a field's value is checked inline before the checker is called
 K_CALL: Final = 0  # always call the checker
@@ -438,14 +441,21 @@ def _quantity(value: Any, path: Chain, gopath: Chain, struct: str, out: Outcome)
 
 
 def _time_checker(layout: str) -> Checker:
-    def check(value: Any, path: Chain, gopath: Chain, struct: str, out: Outcome) -> None:
+    """A Time or MicroTime: Go's parse errors; a valid stamp is returned in the form
+    upstream writes it back (UTC, ``Z``, its precision) when that differs, and the struct
+    walk stores that form (a Python client sends ``+00:00``)."""
+    def check(value: Any, path: Chain, gopath: Chain, struct: str, out: Outcome) -> Any:
         if value is None:
-            return
+            return None
         if not isinstance(value, str):
             raise _inner_mismatch(value, struct, gopath, "string")
         err = time_parse_error(value, layout)
         if err is not None:
             raise DecodeError(err)
+        if value.endswith("Z") and (layout == RFC3339_MICRO or len(value) == 20):
+            return None  # already canonical (the usual case): no work
+        text = canonical_time(value, layout)
+        return text if text != value else None
     return check
 
 
@@ -476,12 +486,15 @@ FieldPlan = tuple[int, Checker, str, str]
 class _Struct:
     """A Go struct: its JSON fields (embedded structs flattened, as the schema has them)."""
 
-    __slots__ = ("fields", "gotype", "name")
+    __slots__ = ("fields", "gotype", "name", "required")
 
     def __init__(self, name: str, gotype: str) -> None:
         self.name = name
         self.gotype = gotype
         self.fields: dict[str, FieldPlan] = {}
+        # fields without ``omitempty`` in Go (the schema's required ones): a null there is
+        # written back as null, so it stays
+        self.required: frozenset[str] = frozenset()
 
     def check(self, value: Any, path: Chain, gopath: Chain, struct: str, out: Outcome) -> None:
         if type(value) is not dict:
@@ -491,6 +504,7 @@ class _Struct:
         fields = self.fields
         name = self.name
         drop: list[str] | None = None
+        nulls: list[str] | None = None
         here = ""
         anchors = None
         if out.anchors:
@@ -529,9 +543,23 @@ class _Struct:
             elif type(v) is float or type(v) is int:
                 continue
             if v is not None:
-                plan[1](v, (path, key), (gopath, plan[3]), name, out)
+                canonical = plan[1](v, (path, key), (gopath, plan[3]), name, out)
+                if canonical is not None:
+                    value[key] = canonical  # an existing key: the iteration goes on
+            elif key in self.required:
+                pass
+            elif nulls is None:
+                nulls = [key]
+            else:
+                nulls.append(key)
         if drop is not None and out.prune:
             for key in drop:
+                del value[key]
+        if nulls is not None:
+            # Go decodes a JSON null into the typed field's zero value, which an
+            # ``omitempty`` field leaves out: not stored, not written back, not owned in
+            # managedFields
+            for key in nulls:
                 del value[key]
         if anchors is not None and None in anchors:
             out.add_duplicates(anchors[None], here, fields)
@@ -568,7 +596,11 @@ def _map_checker(elem: Plan, gotype: str) -> Checker:
             for k, item in value.items():
                 if anchors is not None and k in anchors:
                     out.add_duplicates(anchors[k], here, None)
-                if item is None or code == K_FREE or (code != K_CALL and _fast_ok(code, item)):
+                if item is None:
+                    if code == K_STR:
+                        value[k] = ""  # Go: a null map[string]string value is ""
+                    continue
+                if code == K_FREE or (code != K_CALL and _fast_ok(code, item)):
                     continue
                 check_item(item, (path, k), gopath, struct, out)
         if anchors is not None and None in anchors:
@@ -630,6 +662,7 @@ class _Compiler:
             node = schema.definition(name)
             if node.get("type") == "object" or "properties" in node:
                 st = _Struct(name.rsplit(".", 1)[-1], _go_package(name))
+                st.required = frozenset(node.get("required") or ())
                 plan = (K_CALL, st.check, st.gotype)
                 self.plans[name] = plan  # before the fields: a type may contain itself
                 self.structs[name] = st

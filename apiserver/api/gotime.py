@@ -5,6 +5,8 @@ parse "x" as "2006"``."""
 
 from __future__ import annotations
 
+import datetime
+import re
 from typing import Final
 
 RFC3339: Final = "2006-01-02T15:04:05Z07:00"
@@ -125,3 +127,30 @@ def parse_error(value: str, layout: str) -> str | None:  # noqa: C901, PLR0911, 
     if day < 1 or day > _days_in(month, year):
         return out_of_range("day")
     return None
+
+
+_STAMP: Final = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?(Z|[+-]\d{2}:\d{2})")
+
+
+def canonical(value: str, layout: str) -> str:
+    """The text upstream writes back for a timestamp it parsed (``value`` has passed
+    ``parse_error``): the instant in UTC, ``Z``; RFC 3339 without fractional seconds
+    (metav1.Time truncates them), MicroTime with six digits. Unchanged when Python cannot
+    represent the instant (years outside 1-9999)."""
+    m = _STAMP.fullmatch(value)
+    if m is None:
+        return value
+    year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
+    frac = (m.group(7) or "")[:6].ljust(6, "0")
+    zone = m.group(8)
+    try:
+        t = datetime.datetime(year, month, day, hour, minute, second, int(frac))
+        if zone != "Z":
+            sign = 1 if zone[0] == "+" else -1
+            t -= sign * datetime.timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6]))
+    except (ValueError, OverflowError):
+        return value
+    if layout == RFC3339_MICRO:
+        return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ") if t.year >= 1000 else value
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ") if t.year >= 1000 else value

@@ -325,3 +325,38 @@ def test_required_leaves_out_what_upstream_accepts_empty() -> None:
     eps = {"apiVersion": "discovery.plat.io/v1", "kind": "EndpointSlice",
            "metadata": {"name": "e"}, "addressType": "IPv4"}
     assert required.missing("discovery.plat.io/v1", "EndpointSlice", eps) == []
+
+
+def test_timestamps_are_stored_as_upstream_writes_them() -> None:
+    """metav1.Time is written back in UTC without fractional seconds, MicroTime in UTC with
+    six digits: a Python client's ``+00:00`` (isoformat) was stored and echoed as sent, and
+    the same instant spelled otherwise was a real write."""
+    lease = decoder("coordination.plat.io", "v1", "Lease")
+    obj = {"metadata": {"name": "l", "creationTimestamp": "2026-11-23T05:58:48.5+02:00"},
+           "spec": {"renewTime": "2026-11-23T05:58:48.123456+02:00",
+                    "acquireTime": "2026-11-23T03:58:48.000001Z"}}
+    assert lease.check(obj).error is None
+    assert obj["metadata"]["creationTimestamp"] == "2026-11-23T03:58:48Z"
+    assert obj["spec"] == {"renewTime": "2026-11-23T03:58:48.123456Z",
+                           "acquireTime": "2026-11-23T03:58:48.000001Z"}
+    ev = decoder("", "v1", "Event")
+    obj = {"metadata": {"name": "e"}, "involvedObject": {},
+           "lastTimestamp": "2026-11-23T03:58:48.987654+00:00"}
+    ev.check(obj)
+    assert obj["lastTimestamp"] == "2026-11-23T03:58:48Z"
+
+
+def test_nulls_of_omitempty_fields_are_unset() -> None:
+    """Go decodes null into the zero value, which omitempty leaves out: a ConfigMap created
+    with ``"labels": null, "data": null`` stored and echoed the nulls, and its creator owned
+    those fields (an apply by another manager conflicted)."""
+    cm = decoder("", "v1", "ConfigMap")
+    obj = {"metadata": {"name": "c", "labels": None, "annotations": {"a": None}},
+           "data": None, "immutable": None, "binaryData": {"k": None}}
+    assert cm.check(obj).error is None
+    # a null map[string]string value is "" in Go; []byte map values stay null
+    assert obj == {"metadata": {"name": "c", "annotations": {"a": ""}},
+                   "binaryData": {"k": None}}
+    role = {"metadata": {"name": "r"}, "rules": [{"verbs": None}]}
+    decoder("rbac.authorization.plat.io", "v1", "Role").check(role)
+    assert role["rules"] == [{"verbs": None}]  # required (no omitempty): written back null
