@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import signal
 import ssl
 import sys
@@ -139,6 +140,7 @@ async def open_backends(options: ServerOptions) -> Backends:
         resources = tuple(builtin_resources())
         allocators.configure(options.service_cluster_ip_range, options.service_node_port_range)
         stores = build_stores(storage_for, min_request_timeout=options.min_request_timeout,
+                              event_ttl=math.ceil(options.event_ttl),  # 0: for ever
                               gates=featuregates.effective(dict(options.feature_gates)))
         for c in caches.values():
             await c.start()

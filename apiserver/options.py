@@ -127,6 +127,7 @@ class ServerOptions:
     request_timeout: float = 60.0
     min_request_timeout: int = 1800
     shutdown_delay_duration: float = 0.0
+    event_ttl: float = 3600.0  # --event-ttl
     # services
     service_cluster_ip_range: str = "10.0.0.0/24"
     service_node_port_range: str = "30000-32767"
@@ -210,6 +211,8 @@ def build_parser(*, allinone: bool) -> argparse.ArgumentParser:
                    default=300.0, help="The interval of compaction requests. If 0, the "
                    "compaction request from apiserver is disabled. (default 5m0s)")
     boolean("--watch-cache", True, "Enable watch caching in the apiserver (default true)")
+    g.add_argument("--event-ttl", type=_arg(parse_duration, "duration"), default=3600.0,
+                   help="Amount of time to retain events. (default 1h0m0s)")
     g.add_argument("--watch-cache-sizes", type=_arg(parse_watch_cache_sizes, "size list"),
                    default=(), help="Watch cache size settings for some resources, comma "
                    "separated. The individual setting format: resource[.group]#size, where "
@@ -315,6 +318,7 @@ def parse_options(argv: Sequence[str] | None = None, *, allinone: bool) -> Serve
         max_requests_inflight=ns.max_requests_inflight,
         max_mutating_requests_inflight=ns.max_mutating_requests_inflight,
         request_timeout=ns.request_timeout, min_request_timeout=ns.min_request_timeout,
+        event_ttl=ns.event_ttl,
         shutdown_delay_duration=ns.shutdown_delay_duration,
         service_cluster_ip_range=ns.service_cluster_ip_range,
         service_node_port_range=ns.service_node_port_range,

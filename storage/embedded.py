@@ -35,8 +35,17 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO, Final
 
 from raftstore.api.convert import event_to_pb
+from raftstore.api.lease import new_lease_id
 from raftstore.api.pb import rpc_pb2 as pb
-from raftstore.applier import EtcdStateMachine, encode_compact, encode_txn, is_txn_readonly
+from raftstore.api.server import LEASE_CHECK_INTERVAL, MAX_REVOKES_PER_CHECK
+from raftstore.applier import (
+    EtcdStateMachine,
+    encode_compact,
+    encode_lease_grant,
+    encode_lease_revoke,
+    encode_txn,
+    is_txn_readonly,
+)
 from raftstore.errors import COMPACTED as ETCD_COMPACTED
 from raftstore.errors import FUTURE_REV as ETCD_FUTURE_REV
 from raftstore.errors import MAX_REQUEST_BYTES, REQUEST_TOO_LARGE, EtcdError
@@ -391,6 +400,7 @@ class LocalKVClient:
     def __init__(self, state: EtcdStateMachine, commands: CommandLog) -> None:
         self.state = state
         self.commands = commands
+        self._expiry: asyncio.Task[None] | None = None
 
     async def _propose(self, command: bytes) -> Any:
         if len(command) > MAX_REQUEST_BYTES:
@@ -445,7 +455,37 @@ class LocalKVClient:
     async def progress_supported(self) -> bool:
         return True  # applies and progress responses run on one thread, in order
 
+    async def lease_grant(self, ttl: int) -> int:
+        lease_id = new_lease_id()
+        await self._propose(encode_lease_grant(pb.LeaseGrantRequest(ID=lease_id, TTL=ttl)))
+        if self._expiry is None:
+            self.start_lease_expiry()
+        return lease_id
+
+    def start_lease_expiry(self) -> None:
+        """Revoke expired leases (and so delete their keys), as raftstore's leader does;
+        this process is the embedded store's only member."""
+        if self._expiry is None or self._expiry.done():
+            self._expiry = asyncio.get_running_loop().create_task(self._expire_leases())
+
+    async def _expire_leases(self) -> None:
+        while True:
+            await asyncio.sleep(LEASE_CHECK_INTERVAL)
+            try:
+                expired = self.state.read(lambda s: s.lessor.expired(self.state.now()))
+                for lease_id in expired[:MAX_REVOKES_PER_CHECK]:
+                    # a lease revoked meanwhile answers "not found": harmless
+                    await self.commands.propose(
+                        encode_lease_revoke(pb.LeaseRevokeRequest(ID=lease_id)))
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - keep expiring leases
+                log.exception("embedded store: lease expiry failed")
+
     async def close(self) -> None:
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
         await self.commands.close()
 
 
@@ -462,4 +502,7 @@ async def open_embedded(
     commands = await asyncio.to_thread(
         CommandLog, data_dir, state, fsync=fsync, snapshot_entries=snapshot_entries
     )
-    return Etcd3Store(LocalKVClient(state, commands), too_large_wait=too_large_wait)
+    client = LocalKVClient(state, commands)
+    if state.read(lambda s: s.lessor.leases()):
+        client.start_lease_expiry()  # leases restored from the journal or snapshot
+    return Etcd3Store(client, too_large_wait=too_large_wait)

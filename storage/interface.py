@@ -175,10 +175,11 @@ ValidateDeletion = Callable[[Object], Awaitable[None]]
 
 
 class Interface(Protocol):
-    async def create(self, key: str, obj: Object) -> Object:
+    async def create(self, key: str, obj: Object, *, ttl: int = 0) -> Object:
         """Store ``obj`` at ``key`` only if the key does not exist (a txn comparing
-        mod_revision == 0). Returns the stored object with resourceVersion set.
-        Raises KEY_EXISTS."""
+        mod_revision == 0). Returns the stored object with resourceVersion set. With
+        ``ttl`` (seconds) the key is deleted by the store after at least that long (a
+        lease; events). Raises KEY_EXISTS."""
 
     async def get(self, key: str, opts: GetOptions) -> Object | None:
         """The object at ``key`` (see GetOptions for resource_version). Raises KEY_NOT_FOUND
@@ -199,12 +200,14 @@ class Interface(Protocol):
         ignore_not_found: bool = False,
         preconditions: Preconditions | None = None,
         cached_existing: Object | None = None,
+        ttl: int = 0,
     ) -> Object:
         """Read-modify-write with compare-and-swap on mod_revision, retrying ``update`` on a
         lost race with the freshly read object. ``cached_existing`` may be used as the first
-        guess (a stale guess costs one retry). Preconditions are checked against the current
-        object on every attempt. Raises KEY_NOT_FOUND (absent and not ignore_not_found),
-        CONFLICT (preconditions), whatever ``update`` raises."""
+        guess (a stale guess costs one retry). ``ttl`` as for ``create``, from the write.
+        Preconditions are checked against the current object on every attempt. Raises
+        KEY_NOT_FOUND (absent and not ignore_not_found), CONFLICT (preconditions), whatever
+        ``update`` raises."""
 
     async def delete(
         self,

@@ -186,6 +186,7 @@ def build_stores(storage_for: Callable[[ResourceInfo], Interface], *,
                  gates: Mapping[str, bool] | None = None,
                  admission: Chain | None = None,
                  min_request_timeout: int = 1800,
+                 event_ttl: int = 3600,
                  authorizer: Authorizer | None = None,
                  authenticator: Authenticator | None = None) -> dict[StoreKey, RESTStore]:
     """One store per served resource and sub-resource. ``admission`` defaults to a chain with
@@ -196,7 +197,7 @@ def build_stores(storage_for: Callable[[ResourceInfo], Interface], *,
     with ``bind_auth``)."""
     chain = admission if admission is not None else Chain()
     config = StoreConfig(admission=chain, gates=dict(gates or {}),
-                         min_request_timeout=min_request_timeout)
+                         min_request_timeout=min_request_timeout, event_ttl=event_ttl)
     auth = virtual.AuthDelegates(authorizer=authorizer, authenticator=authenticator)
     stores: dict[StoreKey, RESTStore] = {}
     # storage per (key group, resource): a kind served in two groups shares one Interface

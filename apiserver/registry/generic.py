@@ -76,6 +76,8 @@ class StoreConfig:
     # watch timeout when the client gives none: a random value in [min, 2*min) (upstream
     # --min-request-timeout 1800 s)
     min_request_timeout: int = 1800
+    # --event-ttl: how long the store keeps an event after its last write (seconds)
+    event_ttl: int = 3600
 
 
 class GenericStore:
@@ -88,6 +90,11 @@ class GenericStore:
         self.storage = storage
         self.config = config or StoreConfig()
         self._last_decorated: tuple[Object, Object] | None = None
+
+    def ttl(self) -> int:
+        """Seconds the store keeps an object after a write (upstream's TTLFunc): the
+        event TTL for events, else 0 (for ever)."""
+        return self.config.event_ttl if self.strategy.uses_event_ttl else 0
 
     # -- identity -----------------------------------------------------------------------------
 
@@ -354,8 +361,10 @@ class GenericStore:
             await self.strategy.allocate(self.storage, obj, None, True)
             return self.decorate(obj)
         alloc = await self.strategy.allocate(self.storage, obj, None, False)
+        ttl = self.ttl()
         try:
-            out = await self.storage.create(key, obj)
+            out = await (self.storage.create(key, obj, ttl=ttl) if ttl
+                         else self.storage.create(key, obj))
         except StorageError as e:
             if alloc is not None:
                 await alloc.rollback()

@@ -171,7 +171,11 @@ async def update(store: GenericStore, ctx: Context, name: str, transform: Transf
                 out["metadata"].pop("resourceVersion", None)
             return store.decorate(out), created
         try:
-            out = await store.storage.guaranteed_update(key, apply, ignore_not_found=True)
+            ttl = store.ttl()
+            out = await (store.storage.guaranteed_update(key, apply, ignore_not_found=True,
+                                                         ttl=ttl) if ttl
+                         else store.storage.guaranteed_update(key, apply,
+                                                              ignore_not_found=True))
         except StorageError as e:
             raise store.storage_error(e, name) from None
         if alloc is not None:

@@ -66,6 +66,8 @@ class Strategy:
     # The whole object is returned from a delete instead of a Status (upstream
     # ReturnDeletedObject: namespaces).
     return_deleted_object: ClassVar[bool] = False
+    # kept by the store for --event-ttl after each write (events), as upstream's TTLFunc
+    uses_event_ttl: ClassVar[bool] = False
     gc_policy: ClassVar[str] = GC_DELETE_DEPENDENTS
     # Kinds with a spec whose changes bump metadata.generation (generation starts at 1).
     tracks_generation: ClassVar[bool] = False

@@ -384,7 +384,9 @@ class Cacher:
 
     # -- Interface: writes ---------------------------------------------------------------------
 
-    async def create(self, key: str, obj: Object) -> Object:
+    async def create(self, key: str, obj: Object, *, ttl: int = 0) -> Object:
+        if ttl:
+            return await self._backend.create(key, obj, ttl=ttl)
         return await self._backend.create(key, obj)
 
     async def guaranteed_update(
@@ -395,15 +397,18 @@ class Cacher:
         ignore_not_found: bool = False,
         preconditions: Preconditions | None = None,
         cached_existing: Object | None = None,
+        ttl: int = 0,
     ) -> Object:
         if cached_existing is None and self._ready.is_set() and self._covers(key):
             cached_existing = self._cache.get(key)
+        extra = {"ttl": ttl} if ttl else {}
         return await self._backend.guaranteed_update(
             key,
             update,
             ignore_not_found=ignore_not_found,
             preconditions=preconditions,
             cached_existing=cached_existing,
+            **extra,
         )
 
     async def delete(

@@ -136,6 +136,7 @@ class _Endpoint:
         stubs: Any = rpc_pb2_grpc  # generated stubs are untyped: Any at this one boundary
         self.kv: Any = stubs.KVStub(self.channel)
         self.maintenance: Any = stubs.MaintenanceStub(self.channel)
+        self.lease: Any = stubs.LeaseStub(self.channel)
         # watches: a channel of the client's watch loop (watchstream.py), made at the first
         self.watch_channel: grpc.aio.Channel | None = None
         self.watch: Any = None
@@ -288,6 +289,15 @@ class GrpcKVClient:
         )
         self._seen(resp.header)
         return resp
+
+    async def lease_grant(self, ttl: int) -> int:
+        resp: pb.LeaseGrantResponse = await self._call(
+            lambda ep: ep.lease.LeaseGrant(pb.LeaseGrantRequest(TTL=ttl), timeout=CALL_TIMEOUT),
+            mutation=True,
+        )
+        if resp.error:
+            raise KVError(OTHER, f"etcdserver: lease grant: {resp.error}")
+        return int(resp.ID)
 
     async def compact(self, revision: int) -> None:
         await self._call(

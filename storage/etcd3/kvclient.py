@@ -110,6 +110,10 @@ class KVClient(Protocol):
         compaction does not raise: the watch yields one canceled response with
         compact_revision. Raises KVError (UNAVAILABLE)."""
 
+    async def lease_grant(self, ttl: int) -> int:
+        """etcd LeaseGrant with a store-chosen id; returns the id. Keys put with it are
+        deleted when it expires (``ttl`` seconds). Raises KVError."""
+
     async def progress_supported(self) -> bool:
         """Whether the store orders a progress response after every event at or below its
         revision (etcd >= 3.4.31 / 3.5.13, upstream's feature check for

@@ -37,6 +37,7 @@ from storage.etcd3.common import (
     too_large,
 )
 from storage.etcd3.kvclient import COMPACTED, FUTURE, KVError
+from storage.etcd3.leases import LeaseManager
 from storage.etcd3.lister import get_list
 from storage.etcd3.watcher import start_watch
 from storage.metrics import ETCD_REQUEST_DURATION
@@ -96,6 +97,17 @@ class Etcd3Store:
         self._closed = False
         self._watchers: set[Watcher] = set()
         self._closers: list[Callable[[], Awaitable[None]]] = []
+        self._leases = LeaseManager(client.lease_grant)
+
+    async def _put(self, key: str, k: bytes, data: bytes, ttl: int) -> pb.PutRequest:
+        """The Put of a write; with ``ttl``, under a (shared) lease of at least that long."""
+        if not ttl:
+            return pb.PutRequest(key=k, value=data)
+        try:
+            lease = await self._leases.lease_for(ttl)
+        except KVError as exc:
+            raise storage_error(exc, key) from None
+        return pb.PutRequest(key=k, value=data, lease=lease)
 
     # -- plumbing ---------------------------------------------------------------------
 
@@ -164,7 +176,7 @@ class Etcd3Store:
 
     # -- Interface ----------------------------------------------------------------------
 
-    async def create(self, key: str, obj: Object) -> Object:
+    async def create(self, key: str, obj: Object, *, ttl: int = 0) -> Object:
         rv = str(metadata(obj).get("resourceVersion", "") or "")
         if rv not in ("", "0"):
             raise StorageError(
@@ -175,7 +187,7 @@ class Etcd3Store:
         k = key.encode()
         req = pb.TxnRequest(
             compare=[_Cmp(key=k, target=_Cmp.MOD, result=_Cmp.EQUAL, mod_revision=0)],
-            success=[pb.RequestOp(request_put=pb.PutRequest(key=k, value=data))],
+            success=[pb.RequestOp(request_put=await self._put(key, k, data, ttl))],
         )
         resp = await self._txn("create", key, req)
         if not resp.succeeded:
@@ -209,6 +221,7 @@ class Etcd3Store:
         ignore_not_found: bool = False,
         preconditions: Preconditions | None = None,
         cached_existing: Object | None = None,
+        ttl: int = 0,
     ) -> Object:
         if cached_existing is not None:
             st = self._state_from_object(cached_existing)
@@ -246,7 +259,7 @@ class Etcd3Store:
                 return st.obj  # no-op: nothing written, same resourceVersion
             req = pb.TxnRequest(
                 compare=[_Cmp(key=k, target=_Cmp.MOD, result=_Cmp.EQUAL, mod_revision=st.rev)],
-                success=[pb.RequestOp(request_put=pb.PutRequest(key=k, value=data))],
+                success=[pb.RequestOp(request_put=await self._put(key, k, data, ttl))],
                 failure=[pb.RequestOp(request_range=pb.RangeRequest(key=k))],
             )
             resp = await self._txn("update", key, req)

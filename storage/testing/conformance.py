@@ -24,6 +24,7 @@ a too-large resource version quickly (e.g. ``too_large_wait=0.3``); nothing asse
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -379,6 +380,30 @@ async def case_too_large_object(h: Harness) -> None:
     assert await h.store.get(h.key("ns1", "small"), GetOptions()) == small
 
 
+async def case_ttl(h: Harness) -> None:
+    """An object written with a TTL (events, --event-ttl) is deleted by the store once it
+    has passed (an etcd lease, shared by writes close in time); an update with the TTL
+    renews it; other objects stay."""
+    keep = await h.put("ns1", "keep")
+    for n in ("e1", "e2"):
+        await h.store.create(h.key("ns1", n), obj("ns1", n), ttl=2)
+
+    async def touch(o: Object | None) -> Object:
+        assert o is not None
+        return dict(o, data={"n": "2"})
+
+    await h.store.guaranteed_update(h.key("ns1", "e2"), touch, ttl=2)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        left = [n for n in ("e1", "e2")
+                if await h.store.get(h.key("ns1", n), GetOptions(ignore_not_found=True))]
+        if not left:
+            break
+        await asyncio.sleep(0.25)
+    assert not left, f"still there after 30 s: {left}"
+    assert await h.store.get(h.key("ns1", "keep"), GetOptions()) == keep
+
+
 CRUD_CASES: dict[str, Callable[[Harness], Awaitable[None]]] = {
     "create": case_create,
     "get": case_get,
@@ -391,5 +416,6 @@ CRUD_CASES: dict[str, Callable[[Harness], Awaitable[None]]] = {
     "delete": case_delete,
     "namespace_isolation": case_namespace_isolation,
     "too_large_object": case_too_large_object,
+    "ttl": case_ttl,
 }
 ALL_CASES: dict[str, Callable[[Harness], Awaitable[None]]] = {**CRUD_CASES, **WATCH_CASES}

@@ -122,6 +122,7 @@ class EventStrategy(Strategy):
     short_names = ("ev",)
     allow_create_on_update = True
     gc_policy = GC_UNSUPPORTED
+    uses_event_ttl = True  # upstream: kept for --event-ttl after each write
     typed_fields = {"involvedObject": "v1.ObjectReference", "source": "v1.EventSource",
                     "series": "v1.EventSeries", "related": "v1.ObjectReference",
                     "reason": "string", "message": "string", "type": "string"}

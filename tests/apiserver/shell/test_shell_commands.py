@@ -215,3 +215,34 @@ def test_long_request_lines_and_headers(server):
             first = b""
     assert not first.startswith(b"HTTP/1.1 200")
     assert "supersecret" not in server.log_tail(200)
+
+
+def test_events_expire_after_event_ttl(tmp_path):
+    """--event-ttl (upstream default 1h): the store deletes an event that long after its last
+    write (an etcd lease); other objects stay. Events used to pile up for ever."""
+    import time
+
+    srv = ApiServerProcess(tmp_path, extra_args=["--event-ttl=2s"])
+    with srv:
+        ctx = srv.ssl_context()
+        base = f"{srv.url}/api/v1/namespaces/default"
+
+        def call(method: str, path: str, body: dict | None = None) -> int:
+            req = urllib.request.Request(
+                base + path, method=method, headers={"Content-Type": "application/json"},
+                data=json.dumps(body).encode() if body is not None else None)
+            try:
+                with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
+                    return resp.status
+            except urllib.error.HTTPError as e:
+                return e.code
+
+        event = {"metadata": {"name": "e1"}, "involvedObject": {"kind": "Pod", "name": "p"},
+                 "reason": "Tested", "message": "m", "type": "Normal"}
+        assert call("POST", "/events", event) == 201
+        assert call("POST", "/configmaps", {"metadata": {"name": "stays"}}) == 201
+        deadline = time.monotonic() + 30
+        while call("GET", "/events/e1") == 200 and time.monotonic() < deadline:
+            time.sleep(0.25)
+        assert call("GET", "/events/e1") == 404
+        assert call("GET", "/configmaps/stays") == 200

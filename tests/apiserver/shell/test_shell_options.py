@@ -18,13 +18,15 @@ def test_defaults_plat_apiserver():
     assert o.authorization_mode == ("AlwaysAllow",)
     assert (o.max_requests_inflight, o.max_mutating_requests_inflight) == (400, 200)
     assert o.request_timeout == 60.0 and o.etcd_compaction_interval == 300.0
+    assert o.event_ttl == 3600.0  # upstream's --event-ttl default, 1h
 
 
 def test_flag_forms():
     o = parse_options(["--data-dir", "/d", "--watch-cache=false", "--anonymous-auth", "false",
                        "--etcd-compaction-interval=0", "--request-timeout=1m30s",
                        "--authorization-mode=AlwaysDeny,AlwaysAllow",
-                       "--max-requests-inflight=0"], allinone=True)
+                       "--max-requests-inflight=0", "--event-ttl=2h"], allinone=True)
+    assert o.event_ttl == 7200.0
     assert o.data_dir == "/d" and o.watch_cache is False and o.anonymous_auth is False
     assert o.etcd_compaction_interval == 0 and o.request_timeout == 90.0
     assert o.authorization_mode == ("AlwaysDeny", "AlwaysAllow")
