@@ -21,6 +21,26 @@ class LeaseStrategy(Strategy):
     allow_unconditional_update = False
     typed_fields = {"spec": "v1.LeaseSpec"}
 
+    # spec.strategy and spec.preferredHolder belong to the CoordinatedLeaderElection gate,
+    # off by default in v1.33 (and not offered here): dropped as upstream's strategy drops
+    # them while it is off, on update only when the stored object has none
+    _GATED = ("strategy", "preferredHolder")
+
+    def prepare_for_create(self, obj: Object) -> None:
+        super().prepare_for_create(obj)
+        spec = obj.get("spec")
+        if isinstance(spec, dict):
+            for field in self._GATED:
+                spec.pop(field, None)
+
+    def prepare_for_update(self, new: Object, old: Object) -> None:
+        super().prepare_for_update(new, old)
+        spec, old_spec = new.get("spec"), as_dict(old.get("spec"))
+        if isinstance(spec, dict):
+            for field in self._GATED:
+                if old_spec.get(field) is None:
+                    spec.pop(field, None)
+
     def validate(self, obj: Object) -> list[Cause]:
         causes: list[Cause] = []
         spec = as_dict(obj.get("spec"))

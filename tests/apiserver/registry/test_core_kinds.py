@@ -298,6 +298,13 @@ async def test_service_account_and_lease(mem: MemStore) -> None:
     got = await reject(leases, {"metadata": {"name": "m"}, "spec": {
         "leaseDurationSeconds": 0}})
     assert got == [("spec.leaseDurationSeconds", "Invalid value: 0: must be greater than 0")]
+    # CoordinatedLeaderElection (off in v1.33): its fields are dropped, even invalid ones
+    out = await leases.create(ctx("ns1"), {"metadata": {"name": "g"}, "spec": {
+        "holderIdentity": "a", "strategy": "Bogus", "preferredHolder": "x"}}, W)
+    assert out["spec"] == {"holderIdentity": "a"}
+    upd, _ = await leases.update(ctx("ns1"), "g", patch(lambda o: o["spec"].update(
+        strategy="OldestEmulationVersion")), W)
+    assert "strategy" not in upd["spec"]
 
 
 async def test_node_pod_cidr_fields_in_step(mem: MemStore) -> None:
