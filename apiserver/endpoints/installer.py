@@ -170,6 +170,11 @@ class ResourceHandler:
                                warnings=scope.warnings if scope is not None else None)
 
 
+def error_output(request: web.Request) -> OutputType:
+    """The output of an error raised before a resource was known (the filters)."""
+    return _error_output(request, None, True)
+
+
 def _error_output(request: web.Request, output: OutputType | None, protobuf_ok: bool
                   ) -> OutputType:
     """Errors are Status objects in the negotiated serializer (never a Table); JSON when

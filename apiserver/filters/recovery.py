@@ -60,7 +60,15 @@ def status_response(code: int, reason: str, message: str, *,
                         content_type="application/json")
 
 
-def error_response(err: APIError) -> web.Response:
+def error_response(err: APIError, request: web.Request | None = None) -> web.Response:
+    """An error raised by a filter (401, 403, 429, 504, ...) as a Status negotiated as
+    upstream's ErrorNegotiated does: the Accept header's serializer (JSON, YAML, Protobuf),
+    pretty-printed for a browser or curl; JSON when nothing acceptable is asked for."""
+    if request is not None:
+        from apiserver.endpoints.installer import error_output
+        from apiserver.endpoints.response import write_error
+
+        return write_error(request, err, output=error_output(request))
     return web.Response(status=err.code, body=orjson.dumps(err.body()),
                         headers=err.headers or None, content_type="application/json")
 
@@ -134,7 +142,7 @@ def recovery(known: Set[tuple[str, str, str]]) -> Middleware:
         try:
             resp = await handler(request)
         except APIError as err:
-            resp = error_response(err)
+            resp = error_response(err, request)
         except web.HTTPException as exc:
             if exc.status < 400:
                 raise

@@ -289,3 +289,17 @@ async def test_one_log_line_per_request_without_token(make_client, tmp_path):
     assert "latency_ms" in first
     assert lines[1]["code"] == 401
     assert "tok-" not in repr(logs)
+
+
+async def test_filter_errors_are_negotiated(make_client):
+    """Upstream writes a filter's error (401, 403, 429, 504) with ErrorNegotiated: the Status
+    in the serializer the client accepts, pretty for curl. They were compact JSON always."""
+    client, _ = await make_client(anonymous=True)
+    r = await client.get("/api/v1/namespaces", headers={"Accept": "application/yaml"})
+    assert r.status == 401 and r.content_type == "application/yaml"
+    assert "reason: Unauthorized" in await r.text()
+    r = await client.get("/api/v1/namespaces", headers={"User-Agent": "curl/8.5.0"})
+    assert r.status == 401 and r.content_type == "application/json"
+    assert (await r.text()).startswith('{\n  "kind": "Status"')
+    r = await client.get("/api/v1/namespaces")
+    assert (await r.json())["reason"] == "Unauthorized"
