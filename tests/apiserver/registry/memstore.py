@@ -47,6 +47,7 @@ class _Watcher:
 class MemStore:
     def __init__(self) -> None:
         self.data: dict[str, tuple[bytes, int]] = {}
+        self.ttls: dict[str, int] = {}  # the ttl each key was last written with
         self.rev = 1
         self.watchers: list[_Watcher] = []
         self.corrupt: set[str] = set()
@@ -83,7 +84,8 @@ class MemStore:
                 last["metadata"]["resourceVersion"] = str(self.rev)
                 w.q.put_nowait(si.WatchEvent(type="DELETED", object=last))
 
-    async def create(self, key: str, obj: dict[str, Any]) -> dict[str, Any]:
+    async def create(self, key: str, obj: dict[str, Any], *, ttl: int = 0) -> dict[str, Any]:
+        self.ttls[key] = ttl  # recorded, not enforced
         if key in self.data:
             raise StorageError(Code.KEY_EXISTS, f"key exists: {key}", key=key)
         return self._put(key, obj)
@@ -118,7 +120,10 @@ class MemStore:
     async def guaranteed_update(self, key: str, update: si.UpdateFunc, *,
                                 ignore_not_found: bool = False,
                                 preconditions: si.Preconditions | None = None,
-                                cached_existing: dict[str, Any] | None = None) -> dict[str, Any]:
+                                cached_existing: dict[str, Any] | None = None,
+                                ttl: int = 0) -> dict[str, Any]:
+        if ttl:
+            self.ttls[key] = ttl
         while True:
             cur = self._out(key) if key in self.data else None
             if cur is None and not ignore_not_found:

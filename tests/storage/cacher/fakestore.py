@@ -138,7 +138,7 @@ class FakeStore:
         return out
 
     # -- Interface --
-    async def create(self, key: str, obj: Object) -> Object:
+    async def create(self, key: str, obj: Object, *, ttl: int = 0) -> Object:
         if key in self.data:
             raise StorageError(Code.KEY_EXISTS, f"key exists: {key}", key=key)
         self.rev += 1
@@ -193,6 +193,7 @@ class FakeStore:
         ignore_not_found: bool = False,
         preconditions: Preconditions | None = None,
         cached_existing: Object | None = None,
+        ttl: int = 0,
     ) -> Object:
         cur = self.data.get(key)
         if cur is None and not ignore_not_found:
