@@ -249,3 +249,16 @@ def test_namespace_deletion_removes_content(api_server: ApiServerProcess) -> Non
     left = api_server.kubectl("get", "-n", ns, "configmaps,secrets", "-o", "name",
                               check=False)
     assert left.stdout.strip() == ""
+
+
+def test_deprecated_apis_warn(api_server: ApiServerProcess, namespace: str) -> None:
+    """SPEC 6.3, as upstream v1.33: a request to v1 Endpoints carries a Warning (kubectl
+    prints it) and sets apiserver_requested_deprecated_apis."""
+    out = api_server.kubectl("get", "endpoints", "-n", namespace)
+    assert ("Warning: v1 Endpoints is deprecated in v1.33+; use discovery.plat.io/v1 "
+            "EndpointSlice") in out.stderr
+    quiet = api_server.kubectl("get", "endpointslices", "-n", namespace)
+    assert "deprecated" not in quiet.stderr
+    metrics = api_server.kubectl("get", "--raw", "/metrics").stdout
+    assert ('apiserver_requested_deprecated_apis{group="",removed_release="",'
+            'resource="endpoints",subresource="",version="v1"} 1.0') in metrics

@@ -32,6 +32,7 @@ from apiserver.endpoints.negotiation import (
     negotiate_output,
 )
 from apiserver.endpoints.response import Scope, write_error
+from apiserver.metrics import REQUESTED_DEPRECATED_APIS
 from apiserver.registry.interface import Context
 from apiserver.request import request_info, user_of
 from apiserver.status import APIError, GenericServerError
@@ -58,6 +59,16 @@ COLLECTION_VERBS: Final = frozenset({"list", "watch", "create", "deletecollectio
 SUBRESOURCE_VERBS: Final = ITEM_VERBS | {"create"}
 # Verbs served on a namespaced resource's path without a namespace.
 ALL_NAMESPACES_VERBS: Final = frozenset({"list", "watch"})
+
+
+# Deprecated APIs v1.33 serves (upstream's deprecation.WarningMessage and the
+# apiserver_requested_deprecated_apis gauge, SPEC 6.3): (group, version, resource) ->
+# (warning, removed release)
+DEPRECATED: Final = {
+    ("", "v1", "endpoints"): (
+        "v1 Endpoints is deprecated in v1.33+; use discovery.plat.io/v1 EndpointSlice", ""),
+    ("", "v1", "componentstatuses"): ("v1 ComponentStatus is deprecated in v1.19+", ""),
+}
 
 
 def not_found() -> APIError:
@@ -164,6 +175,12 @@ class ResourceHandler:
                           user=user_of(request), info=info)
             scope = Scope(request=request, info=info, store=store, ctx=ctx, output=output,
                           gates=self._gates)
+            deprecated = DEPRECATED.get((info.api_group, info.api_version, info.resource))
+            if deprecated is not None:
+                scope.warnings.append(deprecated[0])
+                REQUESTED_DEPRECATED_APIS.labels(info.api_group, info.api_version,
+                                                 info.resource, info.subresource,
+                                                 deprecated[1]).set(1)
             return await handler(scope)
         except APIError as err:
             return write_error(request, err, output=_error_output(request, output, pb_ok),
