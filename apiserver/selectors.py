@@ -377,18 +377,19 @@ def _meta(name: str) -> FieldGetter:
     return get
 
 
-def path_getter(path: str) -> FieldGetter:
-    """A getter for a dotted path (``involvedObject.kind``); missing -> ""."""
+def path_getter(path: str, missing: str = "") -> FieldGetter:
+    """A getter for a dotted path (``involvedObject.kind``); missing -> ``missing`` (a Go
+    field's zero value as upstream formats it: "" for strings, "false" for a bool)."""
     parts = path.split(".")
 
     def get(obj: Object) -> str:
         cur: Any = obj
         for p in parts:
             if not isinstance(cur, dict):
-                return ""
+                return missing
             cur = cur.get(p)
         if cur is None:
-            return ""
+            return missing
         if isinstance(cur, bool):
             return "true" if cur else "false"
         return str(cur)

@@ -262,3 +262,53 @@ def test_deprecated_apis_warn(api_server: ApiServerProcess, namespace: str) -> N
     metrics = api_server.kubectl("get", "--raw", "/metrics").stdout
     assert ('apiserver_requested_deprecated_apis{group="",removed_release="",'
             'resource="endpoints",subresource="",version="v1"} 1.0') in metrics
+
+
+def test_field_selectors_upstream_offers(api_server: ApiServerProcess, namespace: str) -> None:
+    """spec.clusterIP / spec.type on services (what kube-proxy and the kubelet watch with),
+    spec.unschedulable=false for a node that never set it, spec.signerName on CSRs: 400s
+    ("field label not supported") or empty answers before."""
+    import base64
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    ns = ("-n", namespace)
+    api_server.kubectl(*ns, "create", "service", "clusterip", "normal", "--tcp=80:80")
+    api_server.kubectl(*ns, "create", "service", "clusterip", "headless", "--clusterip=None")
+    api_server.kubectl(*ns, "create", "service", "nodeport", "np", "--tcp=80:80")
+    names = api_server.kubectl(*ns, "get", "svc", "-o", "name",
+                               "--field-selector", "spec.clusterIP!=None").stdout.split()
+    assert sorted(names) == ["service/normal", "service/np"]
+    names = api_server.kubectl(*ns, "get", "svc", "-o", "name",
+                               "--field-selector", "spec.type=NodePort").stdout.split()
+    assert names == ["service/np"]
+
+    node = f"node-{namespace}"
+    api_server.kubectl("apply", "-f", "-", stdin=f"apiVersion: v1\nkind: Node\n"
+                       f"metadata: {{name: {node}}}\n")
+    try:
+        out = api_server.kubectl("get", "nodes", "-o", "name",
+                                 "--field-selector", "spec.unschedulable=false").stdout
+        assert f"node/{node}" in out.split()
+    finally:
+        api_server.kubectl("delete", "node", node, check=False)
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    csr = x509.CertificateSigningRequestBuilder().subject_name(
+        x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "someone")])).sign(
+        key, hashes.SHA256())
+    pem = base64.b64encode(csr.public_bytes(serialization.Encoding.PEM)).decode()
+    name = f"csr-{namespace}"
+    api_server.kubectl("apply", "-f", "-", stdin=(
+        "apiVersion: certificates.plat.io/v1\nkind: CertificateSigningRequest\n"
+        f"metadata: {{name: {name}}}\nspec:\n  request: {pem}\n"
+        "  signerName: example.com/mine\n  usages: [client auth]\n"))
+    try:
+        out = api_server.kubectl("get", "csr", "-o", "name", "--field-selector",
+                                 "spec.signerName=example.com/mine").stdout.split()
+        assert out == [f"certificatesigningrequest.certificates.plat.io/{name}"]
+    finally:
+        api_server.kubectl("delete", "csr", name, check=False)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from apiserver import selectors
 from apiserver.api import names, schema
 from apiserver.api.resources import Resource
 from apiserver.registry import kinddefaults
@@ -138,6 +139,13 @@ CREATE_ON_UPDATE: Final = frozenset({
 })
 
 
+# Field selectors upstream offers for kinds served by the schema-driven strategy
+# (certificates/v1 conversion.go: spec.signerName).
+FIELD_LABELS: Final = {
+    ("certificates.plat.io", "certificatesigningrequests"): ("spec.signerName",),
+}
+
+
 def fill_attrs(res: Resource, base: type[Strategy]) -> dict[str, Any]:
     """Class attributes ``base`` leaves empty, from the table (scope always from the
     table), and the store options above."""
@@ -150,6 +158,9 @@ def fill_attrs(res: Resource, base: type[Strategy]) -> dict[str, Any]:
         attrs["return_deleted_object"] = True
     if (res.group, res.name) in CREATE_ON_UPDATE:
         attrs["allow_create_on_update"] = True
+    labels = FIELD_LABELS.get((res.group, res.name))
+    if labels and not _own(base, "field_getters"):
+        attrs["field_getters"] = {label: selectors.path_getter(label) for label in labels}
     return attrs
 
 

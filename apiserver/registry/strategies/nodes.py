@@ -77,7 +77,9 @@ class NodeStrategy(Strategy):
     namespaced = False
     short_names = ("no",)
     has_status = True
-    field_getters = {"spec.unschedulable": selectors.path_getter("spec.unschedulable")}
+    # strconv.FormatBool(node.Spec.Unschedulable): "false" when unset
+    field_getters = {"spec.unschedulable": selectors.path_getter("spec.unschedulable",
+                                                                 missing="false")}
 
     def field_label_error(self, label: str) -> str:
         return selectors.core_unsupported(label)

@@ -115,6 +115,10 @@ class ServiceStrategy(Strategy):
     short_names = ("svc",)
     categories = ("all",)
     has_status = True
+    # upstream's service SelectableFields (v1.30+): kube-proxy and the kubelet watch
+    # services with spec.clusterIP!=None
+    field_getters = {"spec.clusterIP": selectors.path_getter("spec.clusterIP"),
+                     "spec.type": selectors.path_getter("spec.type")}
 
     def name_errors(self, name: str) -> list[str]:
         return dns1035_label_errors(name)
