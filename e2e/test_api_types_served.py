@@ -353,3 +353,23 @@ def test_drain_evicts_through_the_eviction_subresource(api_server: ApiServerProc
         assert gone.returncode != 0 and "NotFound" in gone.stderr
     finally:
         api_server.kubectl("delete", "node", node, check=False)
+
+
+def test_exec_and_attach_answer_what_upstream_answers(api_server: ApiServerProcess,
+                                                      namespace: str) -> None:
+    """kubectl exec falls back from a WebSocket to a POST with an empty body; that POST was
+    decoded as a PodExecOptions (a JSON error) instead of getting the real answer."""
+    api_server.kubectl("apply", "-n", namespace, "-f", "-", stdin=(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: unbound}\n"
+        "spec: {containers: [{name: c, image: busybox}]}\n"))
+    out = api_server.kubectl("exec", "-n", namespace, "unbound", "--", "ls", check=False)
+    assert out.returncode != 0
+    assert "pod unbound does not have a host assigned" in out.stderr
+    assert "json" not in out.stderr.lower()
+    api_server.kubectl("apply", "-n", namespace, "-f", "-", stdin=(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: bound}\n"
+        "spec: {nodeName: n1, containers: [{name: c, image: busybox}]}\n"))
+    for cmd in (("exec", "bound", "--", "ls"), ("attach", "bound")):
+        out = api_server.kubectl("-n", namespace, *cmd, check=False, timeout=60)
+        assert out.returncode != 0
+        assert "no connection to node agents" in out.stderr, out.stderr

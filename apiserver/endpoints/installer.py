@@ -175,6 +175,10 @@ class ResourceHandler:
                           user=user_of(request), info=info)
             scope = Scope(request=request, info=info, store=store, ctx=ctx, output=output,
                           gates=self._gates)
+            if getattr(store, "connect", False):
+                # exec, attach, portforward, proxy: kubectl's fallback POST has an empty
+                # body, which was decoded (a JSON error) before the real answer
+                await store.refuse(ctx, info.name)  # type: ignore[attr-defined]
             deprecated = DEPRECATED.get((info.api_group, info.api_version, info.resource))
             if deprecated is not None:
                 scope.warnings.append(deprecated[0])

@@ -540,6 +540,13 @@ class NodeConnectStore(VirtualStore):
     """pods/log, exec, attach, portforward, proxy; nodes/proxy; services/proxy: these need a
     node agent connection, which this server does not have."""
 
+    # upstream's connecters read no body (ConnectResource takes its options from the query):
+    # every verb is answered by ``refuse`` before a body is decoded
+    connect = True
+
+    async def refuse(self, ctx: Context, name: str) -> NoReturn:
+        await self._refuse(ctx, name)
+
     async def _refuse(self, ctx: Context, name: str) -> NoReturn:
         info = self._info
         parent = self.stores.get((info.group, info.version, info.resource))
