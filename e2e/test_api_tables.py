@@ -285,3 +285,15 @@ lastTimestamp: "2026-01-01T00:00:00Z"
             row["MESSAGE"], row["COUNT"], row["NAME"]) == (
         "Normal", "Started", "pod/p1", "spec.containers{a}", "kubelet, node-1",
         "Started container a", "3", "p1.started")
+
+
+def test_scale_subresource_prints_a_scale_table(api_server: ApiServerProcess,
+                                                namespace: str) -> None:
+    """kubectl get <workload> --subresource=scale: upstream prints a Scale's own columns
+    (NAME DESIRED AVAILABLE AGE); the workload's columns were printed over it."""
+    api_server.kubectl("-n", namespace, "create", "deployment", "web", "--image=nginx",
+                       "--replicas=3")
+    out = api_server.kubectl("-n", namespace, "get", "deployment", "web",
+                             "--subresource=scale").stdout.splitlines()
+    assert out[0].split() == ["NAME", "DESIRED", "AVAILABLE", "AGE"]
+    assert out[1].split()[:3] == ["web", "3", "0"]

@@ -202,6 +202,22 @@ def deployment_cells(obj: Object) -> list[Any]:
             *container_cells(template_spec(obj)), selector_string(spec.get("selector"))]
 
 
+# autoscaling/v1 Scale, as the /scale sub-resources print it (upstream's
+# scaleColumnDefinitions / printScale)
+SCALE_COLUMNS: Final = (
+    tables.NAME,
+    col("Desired", "Number of desired replicas", "integer"),
+    col("Available", "Number of actual replicas", "integer"),
+    tables.AGE,
+)
+
+
+def scale_cells(obj: Object) -> list[Any]:
+    spec, st = as_map(obj.get("spec")), as_map(obj.get("status"))
+    return [obj_name(obj), as_int(spec.get("replicas")), as_int(st.get("replicas")),
+            tables.age(obj)]
+
+
 REPLICA_SET_COLUMNS: Final = (
     tables.NAME,
     col("Desired", "Replicas is the number of desired pods.", "integer"),

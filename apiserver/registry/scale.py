@@ -10,6 +10,7 @@ import functools
 from typing import TYPE_CHECKING, Any
 
 from apiserver import status
+from apiserver.api import printers_workloads
 from apiserver.api.fieldmanager import FieldManager
 from apiserver.registry import validation as v
 from apiserver.registry.interface import (
@@ -102,7 +103,8 @@ class ScaleStore(PartialStore):
         return scale_from(obj), False
 
     def table_columns(self) -> builtins.list[Column]:
-        return self.parent.table_columns()
+        # a Scale's own columns, whatever the parent (upstream's Scale printer)
+        return list(printers_workloads.SCALE_COLUMNS)
 
     def table_cells(self, obj: Object) -> builtins.list[Any]:
-        return self.parent.table_cells(obj)
+        return printers_workloads.scale_cells(obj)
