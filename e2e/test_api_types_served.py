@@ -373,3 +373,45 @@ def test_exec_and_attach_answer_what_upstream_answers(api_server: ApiServerProce
         out = api_server.kubectl("-n", namespace, *cmd, check=False, timeout=60)
         assert out.returncode != 0
         assert "no connection to node agents" in out.stderr, out.stderr
+
+
+INVALID_OBJECTS = [
+    ("apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: both}\n"
+     "spec: {minAvailable: 1, maxUnavailable: 1, selector: {matchLabels: {a: b}}}\n",
+     "minAvailable and maxUnavailable cannot be both set"),
+    ("apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: pct}\n"
+     "spec: {minAvailable: 120%}\n", 'spec.minAvailable: Invalid value: '
+     'intstr.IntOrString{Type:1, IntVal:0, StrVal:"120%"}: must not be greater than 100%'),
+    ("apiVersion: scheduling.plat.io/v1\nkind: PriorityClass\nmetadata: {name: huge}\n"
+     "value: 2000000000\n", "value: Forbidden: maximum allowed value of a user defined "
+     "priority is 1000000000"),
+    ("apiVersion: scheduling.plat.io/v1\nkind: PriorityClass\nmetadata: {name: system-mine}\n"
+     "value: 10\n", "priority class names with 'system-' prefix are reserved for system use "
+     "only. error: system-mine is not a known system priority class"),
+    ("apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: neg}\nspec: {hard: {pods: '-1'}}\n",
+     "spec.hard[pods]: Invalid value: \"-1\": must be greater than or equal to 0"),
+    ("apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: scopes}\n"
+     "spec: {hard: {pods: '1'}, scopes: [BestEffort, NotBestEffort]}\n", "conflicting scopes"),
+    ("apiVersion: storage.plat.io/v1\nkind: StorageClass\nmetadata: {name: bad}\n"
+     "provisioner: example.com/x\nreclaimPolicy: Foo\n",
+     'reclaimPolicy: Unsupported value: "Foo": supported values: "Delete", "Retain"'),
+    ("apiVersion: node.plat.io/v1\nkind: RuntimeClass\nmetadata: {name: rc}\n"
+     "handler: Not Valid\n", "handler: Invalid value: \"Not Valid\""),
+    ("apiVersion: networking.plat.io/v1\nkind: NetworkPolicy\nmetadata: {name: np}\n"
+     "spec: {podSelector: {}, ingress: [{ports: [{port: 70000}]}]}\n",
+     "spec.ingress[0].ports[0].port: Invalid value: 70000: must be between 1 and 65535, "
+     "inclusive"),
+]
+
+
+@pytest.mark.parametrize(("manifest", "message"), INVALID_OBJECTS,
+                         ids=[m.split("kind: ")[1].split("\n")[0] + str(i)
+                              for i, (m, _) in enumerate(INVALID_OBJECTS)])
+def test_kinds_without_a_strategy_module_are_validated(api_server: ApiServerProcess,
+                                                       namespace: str, manifest: str,
+                                                       message: str) -> None:
+    """These were all created: only kinds with a strategy module had their rules."""
+    out = api_server.kubectl("apply", "-n", namespace, "-f", "-", stdin=manifest,
+                             check=False)
+    assert out.returncode != 0, out.stdout
+    assert message in out.stderr, out.stderr

@@ -15,8 +15,9 @@ from typing import Any, Final
 from apiserver import selectors
 from apiserver.api import names, schema
 from apiserver.api.resources import Resource
-from apiserver.registry import kinddefaults
+from apiserver.registry import kinddefaults, schemavalidation
 from apiserver.registry.strategy import Object, Strategy
+from apiserver.registry.validation import Cause
 
 # Kinds whose upstream strategy sets metadata.generation to 1 on create and bumps it when
 # what the user asks for changes (spec, or the whole object for kinds without a spec).
@@ -97,6 +98,10 @@ class SchemaStrategy(Strategy):
 
     def default(self, obj: Object) -> None:
         kinddefaults.apply(self.group, self.kind, obj)
+
+    def validate(self, obj: Object) -> list[Cause]:
+        check = schemavalidation.VALIDATORS.get((self.group, self.kind))
+        return check(obj) if check is not None else []
 
     def prepare_for_update(self, new: Object, old: Object) -> None:
         super().prepare_for_update(new, old)
