@@ -72,6 +72,19 @@ _HEADER: Final = struct.Struct("<IIQQ")  # payload length, crc32 of the rest, id
 Entry = tuple[bytes, int, int]  # (command, idx, term) as pysyncobj stores them
 
 
+class CrcWriter:
+    """Writes through to ``f`` and keeps the CRC-32 of everything written (a snapshot's
+    trailer: a snapshot damaged on disk is refused instead of served)."""
+
+    def __init__(self, f: Any) -> None:
+        self._f = f
+        self.crc = 0
+
+    def write(self, data: bytes) -> int:
+        self.crc = zlib.crc32(data, self.crc)
+        return int(self._f.write(data))
+
+
 def fsync_dir(path: str) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -173,17 +186,23 @@ class DurableJournal(Journal):  # type: ignore[misc]
             self._entries.append((bytes(data[offset + _HEADER.size : end]), idx, term))
             self._ends.append(end)
             offset = end
+        last = self._entries[-1][1] if self._entries else 0
+        if last < self._synced_on_disk:
+            # Entries the meta file recorded as on disk are not all readable: damaged, cut
+            # (a file shortened at a record boundary, or emptied) or missing.
+            what = (f"the record at offset {offset} is damaged (bad length or CRC; "
+                    f"{len(data) - offset} bytes follow)" if offset != len(data)
+                    else f"it ends after {len(self._entries)} entries ({len(data)} bytes)")
+            raise JournalError(
+                f"{self._path}: {what}, but every entry up to index {self._synced_on_disk} "
+                f"was on disk (the last readable one is {last or 'none'}). Refusing to start "
+                "rather than drop acknowledged entries: restore the data directory from a "
+                "backup, or replace the member with an empty data directory "
+                "(docs/raftstore.md, \"Durability\")")
         if offset != len(data):
-            last = self._entries[-1][1] if self._entries else 0
-            if last < self._synced_on_disk:
-                raise JournalError(
-                    f"{self._path}: the record at offset {offset} is damaged (bad length or "
-                    f"CRC), but every entry up to index {self._synced_on_disk} was on disk "
-                    f"(the last readable one is {last}; {len(data) - offset} bytes follow). "
-                    "Refusing to start rather than drop acknowledged entries: restore the "
-                    "data directory from a backup or a snapshot, or replace the member with "
-                    "an empty data directory (docs/raftstore.md, \"Durability\")")
             # A torn tail from a crash mid-write: never acknowledged (see module doc).
+            log.warning("raft journal %s: cutting a torn tail of %d bytes after entry %d",
+                        self._path, len(data) - offset, last)
             os.ftruncate(self._fd, offset)
             os.fsync(self._fd)
         elif data and self._fsync:
@@ -336,7 +355,10 @@ class DurableJournal(Journal):  # type: ignore[misc]
     def deleteEntriesFrom(self, entryFrom: int) -> None:  # noqa: N802 (pysyncobj's name)
         if entryFrom >= len(self._entries):
             return
-        with self._io_lock, self._buf_lock:
+        # the mark goes down (durably) before the cut, and no meta write (the journal's
+        # thread) comes between them: a crash leaves a mark only too low, never past the end
+        with self._meta_lock, self._io_lock, self._buf_lock:
+            self._lower_synced_mark(self._entries[entryFrom - 1][1] if entryFrom > 0 else 0)
             new_size = self._ends[entryFrom - 1] if entryFrom > 0 else 0
             if entryFrom == 0:
                 self._start = 0  # the dead prefix goes too
@@ -353,7 +375,6 @@ class DurableJournal(Journal):  # type: ignore[misc]
             self._size = new_size
             self._last_idx = self._entries[-1][1] if self._entries else 0
             self.durable_index = min(self.durable_index, self._last_idx)
-            self._lower_synced_mark()
 
     def deleteEntriesTo(self, entryTo: int) -> None:  # noqa: N802
         """Drop the entries a snapshot covers. They leave memory at once but stay in the file
@@ -382,7 +403,8 @@ class DurableJournal(Journal):  # type: ignore[misc]
             self._start = start
 
     def _rewrite(self, entries: list[Entry]) -> None:
-        with self._io_lock, self._buf_lock:
+        with self._meta_lock, self._io_lock, self._buf_lock:
+            self._lower_synced_mark(entries[-1][1] if entries else 0)
             self._rewrite_locked(entries)
 
     def _rewrite_locked(self, entries: list[Entry]) -> None:
@@ -396,9 +418,16 @@ class DurableJournal(Journal):  # type: ignore[misc]
             chunks.append(record)
             size += len(record)
             ends.append(size)
-        os.write(fd, b"".join(chunks))
-        if self._fsync:
-            os.fsync(fd)
+        try:
+            view = memoryview(b"".join(chunks))
+            while view:  # write may write less than asked (a nearly full disk)
+                view = view[os.write(fd, view):]
+            if self._fsync:
+                os.fsync(fd)
+        except OSError as e:
+            os.close(fd)
+            on_fatal("rewriting the journal", e)
+            raise
         os.replace(tmp, self._path)
         if self._fsync:
             fsync_dir(self._dir)
@@ -412,16 +441,15 @@ class DurableJournal(Journal):  # type: ignore[misc]
         self._needs_sync = False
         self._last_idx = self._entries[-1][1] if self._entries else 0
         self.durable_index = self._last_idx
-        self._lower_synced_mark()
 
-    def _lower_synced_mark(self) -> None:
-        """After the log was cut (``_io_lock`` held): if the meta file's ``synced`` mark is
-        past the new end, rewrite it now, before anything is appended, so that a torn write
-        of the entries appended next is not taken for damage. Rare: a conflict on a
-        follower, or a snapshot received from the leader."""
-        with self._meta_lock:
-            if self._synced_on_disk > self._last_idx:
-                self._store_meta()
+    def _lower_synced_mark(self, new_last: int) -> None:
+        """Before the log is cut to end at ``new_last`` (``_meta_lock`` held, and the file
+        locks: lock order meta, io, buf): if the meta file's ``synced`` mark is past it,
+        rewrite the mark now, so that neither the cut nor a torn write of the entries
+        appended next is taken for damage. Rare: a conflict on a follower, or a snapshot
+        received from the leader."""
+        if self._synced_on_disk > new_last:
+            self._store_meta(synced_cap=new_last)
 
     def __getitem__(self, item: int | slice) -> Any:
         return self._entries[item]
@@ -486,8 +514,9 @@ class DurableJournal(Journal):  # type: ignore[misc]
             # the raft thread does not wait for these fsyncs.
             self._store_meta_soon()
 
-    def _store_meta(self) -> None:
-        """Write term, vote and commit hint durably (``_meta_lock`` held)."""
+    def _store_meta(self, synced_cap: int | None = None) -> None:
+        """Write term, vote, commit hint and synced mark durably (``_meta_lock`` held);
+        ``synced_cap`` caps the mark (a cut about to happen)."""
         tmp = self._meta_path + ".tmp"
         meta = dict(self._meta)
         if isinstance(meta.get("commit"), int):
@@ -496,6 +525,8 @@ class DurableJournal(Journal):  # type: ignore[misc]
         # Read under _meta_lock: a cut lowers these before it takes that lock to rewrite
         # the mark, so the mark written here is never past the log's end for long.
         synced = min(self.durable_index, self._last_idx)
+        if synced_cap is not None:
+            synced = min(synced, synced_cap)
         meta["synced"] = synced
         data = msgpack.packb(meta, use_bin_type=True)
         try:

@@ -309,17 +309,7 @@ class _SteadyWriter:
         return n
 
 
-class _Summing:
-    """Writes through to ``f`` and keeps the CRC-32 of everything written (a snapshot's
-    trailer: a snapshot damaged on disk is refused instead of served)."""
-
-    def __init__(self, f: Any) -> None:
-        self._f = f
-        self.crc = 0
-
-    def write(self, data: bytes) -> int:
-        self.crc = zlib.crc32(data, self.crc)
-        return int(self._f.write(data))
+_Summing = journal_mod.CrcWriter
 
 
 SNAPSHOT_TRAILER: Final = struct.Struct(">4sI")  # b"CRC1", CRC-32 of all bytes before it
@@ -734,9 +724,9 @@ class Replication:
             self._journal._destroy()
             raise JournalError(
                 f"{self._snapshot_path} is missing but raft.journal starts at entry "
-                f"{first}, after a snapshot; restore the snapshot, or move "
-                "raft.journal aside (or replace the member with an empty data directory and "
-                "--initial-cluster-state=existing) to have it fetch the state from the leader")
+                f"{first}, after a snapshot; restore the snapshot, or replace the member "
+                "with an empty data directory and --initial-cluster-state=existing to have "
+                "it fetch the state from the leader")
         empty = (not len(self._journal) and not os.path.exists(self._snapshot_path)
                  and self._journal.getCurrentTerm() == 0)
         if cfg.join_existing and empty:
@@ -1136,7 +1126,7 @@ class Replication:
             self.state.restore(data[4 + n : end])
         except Exception as e:  # noqa: BLE001 - any failure to read it is damage
             journal_mod.on_fatal(
-                f"loading the snapshot {path} ({e}); move it and raft.journal aside, or "
+                f"loading the snapshot {path} ({e}); restore it, or "
                 "replace the member with an empty data directory and "
                 "--initial-cluster-state=existing, to have it fetch the state from the "
                 "leader", e)

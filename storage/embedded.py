@@ -30,9 +30,10 @@ import logging
 import os
 import struct
 import time
+import zlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Final
+from typing import Any, BinaryIO, Final, cast
 
 from raftstore.api.convert import event_to_pb
 from raftstore.api.lease import new_lease_id
@@ -49,7 +50,7 @@ from raftstore.applier import (
 from raftstore.errors import COMPACTED as ETCD_COMPACTED
 from raftstore.errors import FUTURE_REV as ETCD_FUTURE_REV
 from raftstore.errors import MAX_REQUEST_BYTES, REQUEST_TOO_LARGE, EtcdError
-from raftstore.journal import DurableJournal, fsync_dir
+from raftstore.journal import CrcWriter, DurableJournal, JournalError, fsync_dir
 from raftstore.mvcc.kvstore import KVStore
 from raftstore.mvcc.types import (
     CompactedError,
@@ -75,8 +76,10 @@ log = logging.getLogger(__name__)
 SNAPSHOT_ENTRIES: Final = 10_000  # at least this many commands between snapshots
 SNAPSHOT_BYTES: Final = 256 * 1024 * 1024  # a journal this big always gets a snapshot
 MAX_PENDING: Final = 10_000  # queued responses per watch before it is cancelled as slow
-_SNAP_MAGIC: Final = b"PLATSNP1"
+_SNAP_MAGIC: Final = b"PLATSNP1"  # no trailer (written before 2026-11-23)
+_SNAP_MAGIC_CRC: Final = b"PLATSNP2"  # with a CRC-32 trailer of every byte before it
 _SNAP_HEAD: Final = struct.Struct("<8sQ")  # magic, journal index covered
+_SNAP_TRAILER: Final = struct.Struct("<I")
 
 
 def _kv_error(exc: BaseException) -> KVError:
@@ -123,6 +126,7 @@ class CommandLog:
         self._broken: str = ""
         self._closed = False
         self._marked = time.monotonic()
+        self._mark_timer: asyncio.TimerHandle | None = None
 
     # -- start-up ---------------------------------------------------------------------
 
@@ -142,15 +146,34 @@ class CommandLog:
         self._replay()
 
     def _load_snapshot(self) -> int:
+        """The snapshot's state and the journal index it covers (0: none). A snapshot that
+        is cut short or damaged (its CRC-32 trailer; snapshots written before 2026-11-23
+        have none) refuses the start with the file's name, rather than serving wrong data."""
         try:
             with open(self._snap_path, "rb") as f:
                 data = f.read()
         except FileNotFoundError:
             return 0
+        except IsADirectoryError:
+            raise JournalError(f"{self._snap_path} is a directory, not a snapshot") from None
+        if len(data) < _SNAP_HEAD.size:
+            raise JournalError(f"{self._snap_path}: cut short ({len(data)} bytes): restore "
+                               "the data directory from a backup")
         magic, index = _SNAP_HEAD.unpack_from(data, 0)
-        if magic != _SNAP_MAGIC:
-            raise RuntimeError(f"{self._snap_path}: not a snapshot of this store")
-        self._state.restore(data[_SNAP_HEAD.size:])
+        end = len(data)
+        if magic == _SNAP_MAGIC_CRC:
+            end -= _SNAP_TRAILER.size
+            if end < _SNAP_HEAD.size or \
+                    _SNAP_TRAILER.unpack_from(data, end)[0] != zlib.crc32(data[:end]):
+                raise JournalError(f"{self._snap_path}: checksum mismatch (damaged or cut "
+                                   "short): restore the data directory from a backup")
+        elif magic != _SNAP_MAGIC:
+            raise JournalError(f"{self._snap_path}: not a snapshot of this store")
+        try:
+            self._state.restore(data[_SNAP_HEAD.size:end])
+        except Exception as e:  # noqa: BLE001 - any failure to read it is damage
+            raise JournalError(f"{self._snap_path}: cannot be loaded ({e}): restore the "
+                               "data directory from a backup") from None
         return int(index)
 
     def _snapshot_size(self) -> int:
@@ -168,6 +191,14 @@ class CommandLog:
                 # journal was cut
                 covered += 1
                 continue
+            if idx != self._index + 1:
+                # entries between the snapshot (or the previous entry) and this one are
+                # nowhere: a missing snapshot behind a compacted journal, or lost records
+                what = (f"{self._snap_path} is missing" if not os.path.exists(self._snap_path)
+                        else f"entries {self._index + 1} to {idx - 1} are missing")
+                raise JournalError(
+                    f"{what} but the journal goes on at entry {idx}; restore the data "
+                    "directory from a backup rather than start without those writes")
             self._state.apply(command)
             self._index = idx
             replayed += 1
@@ -206,7 +237,9 @@ class CommandLog:
             try:
                 await asyncio.to_thread(self._journal.sync)
             except OSError as exc:
-                # The journal's state on disk is unknown: refuse every later write.
+                # (The journal stops the process on a write or sync error, as a raftstore
+                # member stops: journal.on_fatal. Where that is replaced, as in tests, the
+                # journal's state on disk is unknown: refuse every later write.)
                 self._broken = f"embedded store: journal write failed: {exc}"
                 log.error(self._broken)
                 for _, fut in batch + self._pending:
@@ -218,14 +251,25 @@ class CommandLog:
                 result = self._state.apply(command)
                 if not fut.done():
                     fut.set_result(result)
-            now = time.monotonic()
-            if now - self._marked >= 1.0:
-                # Record in the journal's meta file how far it is synced (a thread of the
-                # journal's writes it), so that damage below that point is refused at start
-                # rather than read as a torn tail (raftstore/journal.py).
-                self._marked = now
-                self._journal.onOneSecondTimer()
+            self._mark_soon()
             self._maybe_snapshot()
+
+    def _mark_soon(self) -> None:
+        """Record in the journal's meta file how far it is synced (a thread of the journal's
+        writes it), at most once a second and at least a second after the last write, so
+        that damage below that point is refused at start rather than read as a torn tail
+        (raftstore/journal.py)."""
+        wait = self._marked + 1.0 - time.monotonic()
+        if wait <= 0:
+            self._mark()
+        elif self._mark_timer is None:
+            self._mark_timer = asyncio.get_running_loop().call_later(wait, self._mark)
+
+    def _mark(self) -> None:
+        self._mark_timer = None
+        if not self._closed:
+            self._marked = time.monotonic()
+            self._journal.onOneSecondTimer()
 
     def _maybe_snapshot(self) -> None:
         if self._snapshotting is not None and not self._snapshotting.done():
@@ -256,8 +300,10 @@ class CommandLog:
     def _write_snapshot(self, writer: Callable[[BinaryIO], None], index: int) -> None:
         tmp = self._snap_path + ".tmp"
         with open(tmp, "wb") as f:
-            f.write(_SNAP_HEAD.pack(_SNAP_MAGIC, index))
-            writer(f)
+            summing = CrcWriter(f)
+            summing.write(_SNAP_HEAD.pack(_SNAP_MAGIC_CRC, index))
+            writer(cast("BinaryIO", summing))
+            f.write(_SNAP_TRAILER.pack(summing.crc))
             f.flush()
             if self._fsync:
                 os.fsync(f.fileno())
@@ -279,6 +325,9 @@ class CommandLog:
         if self._closed:
             return
         self._closed = True
+        if self._mark_timer is not None:
+            self._mark_timer.cancel()  # _destroy below stores the mark anyway
+            self._mark_timer = None
         # A finishing snapshot starts one more flush (the journal cut): wait until idle.
         while True:
             tasks = (self._flusher, self._snapshotting)

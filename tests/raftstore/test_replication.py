@@ -901,3 +901,45 @@ def test_joining_empty_needs_another_member(tmp_path: object) -> None:
     cfgs, _ = make_cluster(tmp_path, 1)
     with pytest.raises(JournalError, match="no other member to catch up from"):
         Replication(dataclasses.replace(cfgs[0], join_existing=True), Counter())
+
+
+def test_journal_refuses_entries_missing_below_the_synced_mark(tmp_path: object) -> None:
+    """A journal cut at a record boundary, emptied or deleted loaded silently (only a damaged
+    record was checked against the mark): acknowledged writes were lost."""
+    from raftstore.journal import JournalError
+
+    path = os.path.join(str(tmp_path), "j")
+    j = DurableJournal(path)
+    for i in range(1, 11):
+        j.add(b"cmd%d" % i, i, 1)
+    j._destroy()  # synced up to 10
+    with open(path, "rb") as f:
+        data = f.read()
+    offset = 0
+    for _ in range(6):
+        offset += 24 + struct.unpack_from("<I", data, offset)[0]
+    for cut in (data[:offset], b""):
+        with open(path, "wb") as f:
+            f.write(cut)
+        with pytest.raises(JournalError, match="up to index 10 was on disk"):
+            DurableJournal(path)
+    os.remove(path)
+    with pytest.raises(JournalError, match="the last readable one is none"):
+        DurableJournal(path)
+
+
+def test_journal_rewrite_survives_short_writes(tmp_path: object,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """os.write may write less than asked (a nearly full disk); the rewrite took one write
+    and lost the rest of the entries."""
+    path = os.path.join(str(tmp_path), "j")
+    j = DurableJournal(path)
+    entries = [(b"x" * 100, i, 1) for i in range(1, 51)]
+    real = os.write
+    monkeypatch.setattr(os, "write", lambda fd, b: real(fd, bytes(b)[:300]))
+    j._rewrite(entries)
+    monkeypatch.setattr(os, "write", real)
+    j._destroy()
+    j2 = DurableJournal(path)
+    assert [e[1] for e in j2] == list(range(1, 51))
+    j2._destroy()

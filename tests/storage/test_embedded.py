@@ -238,3 +238,75 @@ def test_process_kill_loses_no_acknowledged_write(tmp_path: Path) -> None:
             await store.close()
 
     asyncio.run(check())
+
+
+async def _store_with_a_snapshot(d: str) -> int:
+    """An embedded store that has written a snapshot; its journal index."""
+    store = await open_embedded(d, snapshot_entries=20)
+    for i in range(200):
+        await store.create(f"/registry/configmaps/ns/s{i}", cm(f"s{i}"))
+    for _ in range(200):
+        if os.path.exists(os.path.join(d, "snapshot")):
+            break
+        await asyncio.sleep(0.02)
+    await store.close()
+    assert os.path.exists(os.path.join(d, "snapshot"))
+    return 200
+
+
+async def test_damaged_snapshot_is_refused(tmp_path: Path) -> None:
+    """The embedded snapshot had no checksum: a flipped bit was served as data."""
+    from raftstore.journal import JournalError
+
+    d = str(tmp_path / "data")
+    await _store_with_a_snapshot(d)
+    snap = os.path.join(d, "snapshot")
+    with open(snap, "r+b") as f:
+        size = os.fstat(f.fileno()).st_size
+        f.seek(size // 2)
+        byte = f.read(1)
+        f.seek(size // 2)
+        f.write(bytes([byte[0] ^ 0x04]))
+    with pytest.raises(JournalError, match="checksum mismatch"):
+        await open_embedded(d)
+    with open(snap, "wb") as f:
+        f.write(b"PLAT")
+    with pytest.raises(JournalError, match="cut short"):
+        await open_embedded(d)
+
+
+async def test_missing_snapshot_behind_a_compacted_journal_is_refused(tmp_path: Path) -> None:
+    """Without its snapshot, the store replayed the journal's remaining entries over an
+    empty state and started with most objects gone (resourceVersions reused)."""
+    from raftstore.journal import JournalError
+
+    d = str(tmp_path / "data")
+    await _store_with_a_snapshot(d)
+    j = DurableJournal(os.path.join(d, "journal"))
+    keep = [e for e in j if e[1] > 100]  # as a rewrite after the snapshot leaves it
+    j._rewrite(keep)
+    j._destroy()
+    os.remove(os.path.join(d, "snapshot"))
+    with pytest.raises(JournalError, match="snapshot is missing but the journal goes on"):
+        await open_embedded(d)
+
+
+async def test_synced_mark_follows_the_last_write(tmp_path: Path) -> None:
+    """The mark was written only when a write came a second after the last mark: after a
+    burst it stayed behind for good, and damage past it was cut as a torn tail."""
+    d = str(tmp_path / "data")
+    store = await open_embedded(d)
+    try:
+        for i in range(5):
+            await store.create(f"/registry/configmaps/ns/m{i}", cm(f"m{i}"))
+        meta = os.path.join(d, "journal.meta")
+        for _ in range(300):  # no more writes: the mark still catches up within ~1 s
+            if os.path.exists(meta):
+                with open(meta, "rb") as f:
+                    if msgpack.unpackb(f.read()).get("synced", 0) >= 5:
+                        break
+            await asyncio.sleep(0.01)
+        else:
+            raise AssertionError("the synced mark stayed behind the last write")
+    finally:
+        await store.close()
