@@ -397,6 +397,26 @@ INVALID_OBJECTS = [
      'reclaimPolicy: Unsupported value: "Foo": supported values: "Delete", "Retain"'),
     ("apiVersion: node.plat.io/v1\nkind: RuntimeClass\nmetadata: {name: rc}\n"
      "handler: Not Valid\n", "handler: Invalid value: \"Not Valid\""),
+    ("apiVersion: v1\nkind: LimitRange\nmetadata: {name: lr}\n"
+     "spec: {limits: [{type: Container, min: {cpu: '2'}, max: {cpu: '1'}}]}\n",
+     "spec.limits[0].min[cpu]: Invalid value: 2: min value 2 is greater than max value 1"),
+    ("apiVersion: v1\nkind: LimitRange\nmetadata: {name: lrpod}\n"
+     "spec: {limits: [{type: Pod, default: {cpu: '1'}}]}\n",
+     "spec.limits[0].default: Forbidden: may not be specified when `type` is 'Pod'"),
+    ("apiVersion: networking.plat.io/v1\nkind: Ingress\nmetadata: {name: ing}\n"
+     "spec: {rules: [{host: 10.0.0.1, http: {paths: [{path: nopath, pathType: Prefix, "
+     "backend: {service: {name: s, port: {}}}}]}}]}\n",
+     "spec.rules[0].host: Invalid value: \"10.0.0.1\": must be a DNS name, not an IP "
+     "address"),
+    ("apiVersion: networking.plat.io/v1\nkind: Ingress\nmetadata: {name: ing2}\n"
+     "spec: {rules: [{http: {paths: [{path: nopath, pathType: Prefix, "
+     "backend: {service: {name: s, port: {}}}}]}}]}\n",
+     'spec.rules[0].http.paths[0].path: Invalid value: "nopath": must be an absolute path'),
+    ("apiVersion: networking.plat.io/v1\nkind: Ingress\nmetadata: {name: ing3}\n"
+     "spec: {rules: [{http: {paths: [{path: /, pathType: Prefix, "
+     "backend: {service: {name: s, port: {}}}}]}}]}\n",
+     "spec.rules[0].http.paths[0].backend: Required value: port name or number is "
+     "required"),
     ("apiVersion: networking.plat.io/v1\nkind: NetworkPolicy\nmetadata: {name: np}\n"
      "spec: {podSelector: {}, ingress: [{ports: [{port: 70000}]}]}\n",
      "spec.ingress[0].ports[0].port: Invalid value: 70000: must be between 1 and 65535, "

@@ -4,8 +4,8 @@
 for its (group, kind); a kind without one is checked by the schema and required fields only.
 
 Covered: PodDisruptionBudget, PriorityClass, ResourceQuota, StorageClass, RuntimeClass,
-NetworkPolicy (ports). Not yet: Ingress, LimitRange, EndpointSlice, webhook configurations
-(docs/types.md).
+NetworkPolicy (ports), LimitRange, Ingress (hosts, paths, backends). Not yet: EndpointSlice,
+webhook configurations (docs/types.md).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from apiserver.api.podspec import parse_quantity
+from apiserver.api.podspec import canonical_quantity, parse_quantity
 from apiserver.registry import validation as v
 from apiserver.registry.strategies import _workload as w
 from apiserver.registry.strategy import Object, as_dict, as_list
@@ -218,7 +218,151 @@ def validate_network_policy(obj: Object) -> list[Cause]:
     return causes
 
 
+# -- core LimitRange (ValidateLimitRange: types, Pod defaults, orderings) -----------------------
+
+_LIMIT_TYPES: Final = ["Container", "PersistentVolumeClaim", "Pod"]
+
+
+def _quantities(values: Any) -> dict[str, tuple[Any, str]]:
+    """name -> (numeric value, canonical text) of the quantities that parse."""
+    out = {}
+    for name, text in as_dict(values).items():
+        parsed = parse_quantity(text)
+        if parsed is not None:
+            out[str(name)] = (parsed[0], str(canonical_quantity(text)))
+    return out
+
+
+def validate_limit_range(obj: Object) -> list[Cause]:
+    causes: list[Cause] = []
+    seen: set[str] = set()
+    for i, item in enumerate(as_list(as_dict(obj.get("spec")).get("limits"))):
+        limit = as_dict(item)
+        base = f"spec.limits[{i}]"
+        kind = limit.get("type")
+        if isinstance(kind, str):
+            if kind in seen:
+                causes.append(v.duplicate(f"{base}.type", kind))
+            seen.add(kind)
+        lo, hi = _quantities(limit.get("min")), _quantities(limit.get("max"))
+        default, request = _quantities(limit.get("default")), _quantities(
+            limit.get("defaultRequest"))
+        ratio = _quantities(limit.get("maxLimitRequestRatio"))
+        if kind == "Pod":
+            for name in ("default", "defaultRequest"):
+                if limit.get(name):
+                    causes.append(v.forbidden(f"{base}.{name}",
+                                              "may not be specified when `type` is 'Pod'"))
+        for k in sorted({*lo, *hi, *default, *request, *ratio}):
+            if k in lo and k in hi and lo[k][0] > hi[k][0]:
+                causes.append(v.invalid(f"{base}.min[{k}]", v.Raw(lo[k][1]),
+                                        f"min value {lo[k][1]} is greater than max value "
+                                        f"{hi[k][1]}"))
+            if k in request and k in lo and lo[k][0] > request[k][0]:
+                causes.append(v.invalid(f"{base}.defaultRequest[{k}]", v.Raw(request[k][1]),
+                                        f"min value {lo[k][1]} is greater than default "
+                                        f"request value {request[k][1]}"))
+            if k in request and k in hi and request[k][0] > hi[k][0]:
+                causes.append(v.invalid(f"{base}.defaultRequest[{k}]", v.Raw(request[k][1]),
+                                        f"default request value {request[k][1]} is greater "
+                                        f"than max value {hi[k][1]}"))
+            if k in request and k in default and request[k][0] > default[k][0]:
+                causes.append(v.invalid(f"{base}.defaultRequest[{k}]", v.Raw(request[k][1]),
+                                        f"default request value {request[k][1]} is greater "
+                                        f"than default limit value {default[k][1]}"))
+            if k in default and k in lo and lo[k][0] > default[k][0]:
+                causes.append(v.invalid(f"{base}.default[{k}]", v.Raw(lo[k][1]),
+                                        f"min value {lo[k][1]} is greater than default value "
+                                        f"{default[k][1]}"))
+            if k in default and k in hi and default[k][0] > hi[k][0]:
+                causes.append(v.invalid(f"{base}.default[{k}]", v.Raw(hi[k][1]),
+                                        f"default value {default[k][1]} is greater than max "
+                                        f"value {hi[k][1]}"))
+            if k in ratio and ratio[k][0] < 1:
+                causes.append(v.invalid(f"{base}.maxLimitRequestRatio[{k}]",
+                                        v.Raw(ratio[k][1]), f"ratio {ratio[k][1]} is less "
+                                        "than 1"))
+    return causes
+
+
+# -- networking Ingress (ValidateIngressSpec, the rules users meet) -----------------------------
+
+_PATH_TYPES: Final = ["Exact", "ImplementationSpecific", "Prefix"]
+_BAD_PATH_PARTS: Final = ("//", "/./", "/../", "%2f", "%2F")
+_BAD_PATH_ENDS: Final = ("/..", "/.")
+
+
+def _ingress_backend(backend: dict[str, Any], field: str) -> list[Cause]:
+    """validateIngressBackend."""
+    service, resource = backend.get("service"), backend.get("resource")
+    if service is not None and resource is not None:
+        return [v.invalid(field, "", "cannot set both resource and service backends")]
+    if service is None and resource is None:
+        return [v.invalid(field, "", "resource or service backend is required")]
+    if service is None:
+        return []
+    svc = as_dict(service)
+    causes: list[Cause] = []
+    if not svc.get("name"):
+        causes.append(v.required(f"{field}.service.name"))
+    port = as_dict(svc.get("port"))
+    name, number = port.get("name"), port.get("number")
+    if name and number:
+        causes.append(v.invalid(field, "", "cannot set both port name & port number"))
+    elif not name and not number:
+        causes.append(v.required(field, "port name or number is required"))
+    elif isinstance(number, int) and not 1 <= number <= 65535:
+        causes.append(v.invalid(f"{field}.service.port.number", number, _PORT_RANGE_MSG))
+    return causes
+
+
+def validate_ingress(obj: Object) -> list[Cause]:
+    spec = as_dict(obj.get("spec"))
+    causes: list[Cause] = []
+    rules = as_list(spec.get("rules"))
+    if not rules and spec.get("defaultBackend") is None:
+        causes.append(v.invalid("spec.rules", v.Raw("[]networking.IngressRule(nil)"),
+                                "either `defaultBackend` or `rules` must be specified"))
+    if spec.get("defaultBackend") is not None:
+        causes += _ingress_backend(as_dict(spec.get("defaultBackend")), "spec.defaultBackend")
+    for i, rule in enumerate(rules):
+        r = as_dict(rule)
+        host = r.get("host")
+        if isinstance(host, str) and host:
+            if v.is_ip(host):
+                causes.append(v.invalid(f"spec.rules[{i}].host", host,
+                                        "must be a DNS name, not an IP address"))
+            else:
+                name = host[2:] if host.startswith("*.") else host
+                causes += [v.invalid(f"spec.rules[{i}].host", host, e)
+                           for e in v.dns1123_subdomain_errors(name)]
+        for j, p in enumerate(as_list(as_dict(r.get("http")).get("paths"))):
+            path = as_dict(p)
+            f = f"spec.rules[{i}].http.paths[{j}]"
+            kind, text = path.get("pathType"), path.get("path")
+            if kind is None:
+                causes.append(v.required(f"{f}.pathType", "pathType must be specified"))
+            elif kind not in _PATH_TYPES:
+                causes.append(v.not_supported(f"{f}.pathType", kind, _PATH_TYPES))
+            elif kind in ("Exact", "Prefix") and isinstance(text, str):
+                if not text.startswith("/"):
+                    causes.append(v.invalid(f"{f}.path", text, "must be an absolute path"))
+                else:
+                    for part in _BAD_PATH_PARTS:
+                        if part in text:
+                            causes.append(v.invalid(f"{f}.path", text,
+                                                    f"must not contain '{part}'"))
+                    for end in _BAD_PATH_ENDS:
+                        if text.endswith(end):
+                            causes.append(v.invalid(f"{f}.path", text,
+                                                    f"cannot end with '{end}'"))
+            causes += _ingress_backend(as_dict(path.get("backend")), f"{f}.backend")
+    return causes
+
+
 VALIDATORS: Final[dict[tuple[str, str], Validator]] = {
+    ("", "LimitRange"): validate_limit_range,
+    ("networking.plat.io", "Ingress"): validate_ingress,
     ("policy", "PodDisruptionBudget"): validate_pdb,
     ("scheduling.plat.io", "PriorityClass"): validate_priority_class,
     ("", "ResourceQuota"): validate_resource_quota,
