@@ -417,6 +417,14 @@ INVALID_OBJECTS = [
      "backend: {service: {name: s, port: {}}}}]}}]}\n",
      "spec.rules[0].http.paths[0].backend: Required value: port name or number is "
      "required"),
+    ("apiVersion: discovery.plat.io/v1\nkind: EndpointSlice\nmetadata: {name: es}\n"
+     "addressType: IPv4\nendpoints: [{addresses: [not-an-ip]}]\n",
+     'endpoints[0].addresses[0]: Invalid value: "not-an-ip": must be a valid IPv4 address'),
+    ("apiVersion: admissionregistration.plat.io/v1\nkind: ValidatingWebhookConfiguration\n"
+     "metadata: {name: wh}\nwebhooks: [{name: nodots, sideEffects: Foo, "
+     "admissionReviewVersions: [v1], clientConfig: {url: 'https://example.com/x'}}]\n",
+     'webhooks[0].name: Invalid value: "nodots": should be a domain with at least three '
+     'segments separated by dots'),
     ("apiVersion: networking.plat.io/v1\nkind: NetworkPolicy\nmetadata: {name: np}\n"
      "spec: {podSelector: {}, ingress: [{ports: [{port: 70000}]}]}\n",
      "spec.ingress[0].ports[0].port: Invalid value: 70000: must be between 1 and 65535, "

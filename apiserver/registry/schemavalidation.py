@@ -4,12 +4,13 @@
 for its (group, kind); a kind without one is checked by the schema and required fields only.
 
 Covered: PodDisruptionBudget, PriorityClass, ResourceQuota, StorageClass, RuntimeClass,
-NetworkPolicy (ports), LimitRange, Ingress (hosts, paths, backends). Not yet: EndpointSlice,
-webhook configurations (docs/types.md).
+NetworkPolicy (ports), LimitRange, Ingress (hosts, paths, backends), EndpointSlice
+(addresses, ports), validating and mutating webhook configurations (docs/types.md).
 """
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -360,7 +361,115 @@ def validate_ingress(obj: Object) -> list[Cause]:
     return causes
 
 
+# -- discovery EndpointSlice (ValidateEndpointSlice: address type, addresses, ports) -----------
+
+_ADDRESS_TYPES: Final = ["FQDN", "IPv4", "IPv6"]
+_MAX_ADDRESSES: Final = 100
+
+
+def _address_errors(kind: Any, address: Any) -> str:
+    if not isinstance(address, str):
+        return ""
+    if kind in ("IPv4", "IPv6"):
+        try:
+            ip = ipaddress.ip_address(address)
+        except ValueError:
+            ip = None
+        if ip is None or (ip.version == 4) != (kind == "IPv4"):
+            return f"must be a valid {kind} address"
+    return ""
+
+
+def validate_endpoint_slice(obj: Object) -> list[Cause]:
+    causes: list[Cause] = []
+    kind = obj.get("addressType")
+    if kind is None:
+        causes.append(v.required("addressType"))
+    elif kind not in _ADDRESS_TYPES:
+        causes.append(v.not_supported("addressType", kind, _ADDRESS_TYPES))
+    for i, ep in enumerate(as_list(obj.get("endpoints"))):
+        addresses = as_list(as_dict(ep).get("addresses"))
+        field = f"endpoints[{i}].addresses"
+        if not addresses:
+            causes.append(v.required(field, "must contain at least 1 address"))
+        elif len(addresses) > _MAX_ADDRESSES:
+            causes.append({"reason": "FieldValueTooMany", "field": field,
+                           "message": f"Too many: {len(addresses)}: must have at most "
+                                      f"{_MAX_ADDRESSES} items"})
+        for j, address in enumerate(addresses):
+            err = _address_errors(kind, address)
+            if err:
+                causes.append(v.invalid(f"{field}[{j}]", address, err))
+    for i, port in enumerate(as_list(obj.get("ports"))):
+        p = as_dict(port)
+        proto = p.get("protocol")
+        if proto is not None and proto not in _PROTOCOLS:
+            causes.append(v.not_supported(f"ports[{i}].protocol", proto, _PROTOCOLS))
+        num = p.get("port")
+        if isinstance(num, int) and not isinstance(num, bool) and not 1 <= num <= 65535:
+            causes.append(v.invalid(f"ports[{i}].port", num, _PORT_RANGE_MSG))
+    return causes
+
+
+# -- admissionregistration webhook configurations (validateWebhook, v1 rules) ------------------
+
+_SIDE_EFFECTS: Final = ["None", "NoneOnDryRun"]
+_FAILURE_POLICIES: Final = ["Fail", "Ignore"]
+_MATCH_POLICIES: Final = ["Equivalent", "Exact"]
+_REVIEW_VERSIONS: Final = ["v1", "v1beta1"]
+
+
+def validate_webhook_configuration(obj: Object) -> list[Cause]:
+    causes: list[Cause] = []
+    names: set[str] = set()
+    for i, hook in enumerate(as_list(obj.get("webhooks"))):
+        h = as_dict(hook)
+        base = f"webhooks[{i}]"
+        name = h.get("name")
+        if isinstance(name, str):
+            if name in names:
+                causes.append(v.duplicate(f"{base}.name", name))
+            names.add(name)
+            causes += [v.invalid(f"{base}.name", name, e)
+                       for e in v.dns1123_subdomain_errors(name)]
+            if len(name.split(".")) < 3:
+                causes.append(v.invalid(f"{base}.name", name, "should be a domain with at "
+                                        "least three segments separated by dots"))
+        side = h.get("sideEffects")
+        if side is None:
+            causes.append(v.required(f"{base}.sideEffects", "must specify one of None, "
+                                     "NoneOnDryRun"))
+        elif side not in _SIDE_EFFECTS:
+            causes.append(v.not_supported(f"{base}.sideEffects", side, _SIDE_EFFECTS))
+        versions = as_list(h.get("admissionReviewVersions"))
+        if not versions:
+            causes.append(v.required(f"{base}.admissionReviewVersions",
+                                     "must specify one of v1, v1beta1"))
+        elif not any(x in _REVIEW_VERSIONS for x in versions):
+            causes.append(v.invalid(f"{base}.admissionReviewVersions", versions,
+                                    "must include at least one of v1, v1beta1"))
+        for key, allowed in (("failurePolicy", _FAILURE_POLICIES),
+                             ("matchPolicy", _MATCH_POLICIES)):
+            val = h.get(key)
+            if val is not None and val not in allowed:
+                causes.append(v.not_supported(f"{base}.{key}", val, allowed))
+        timeout = h.get("timeoutSeconds")
+        if isinstance(timeout, int) and not 1 <= timeout <= 30:
+            causes.append(v.invalid(f"{base}.timeoutSeconds", timeout,
+                                    "the timeout value must be between 1 and 30 seconds"))
+        client = as_dict(h.get("clientConfig"))
+        if bool(client.get("url")) == bool(client.get("service")):
+            causes.append(v.required(f"{base}.clientConfig",
+                                     "exactly one of url or service is required"))
+    return causes
+
+
 VALIDATORS: Final[dict[tuple[str, str], Validator]] = {
+    ("discovery.plat.io", "EndpointSlice"): validate_endpoint_slice,
+    ("admissionregistration.plat.io", "ValidatingWebhookConfiguration"):
+        validate_webhook_configuration,
+    ("admissionregistration.plat.io", "MutatingWebhookConfiguration"):
+        validate_webhook_configuration,
     ("", "LimitRange"): validate_limit_range,
     ("networking.plat.io", "Ingress"): validate_ingress,
     ("policy", "PodDisruptionBudget"): validate_pdb,
