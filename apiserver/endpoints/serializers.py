@@ -23,6 +23,7 @@ from isal import igzip
 
 from apiserver import protobuf
 from apiserver.api.decode import json_kind
+from apiserver.endpoints import gojson
 from apiserver.endpoints.negotiation import JSON, PROTOBUF_TYPES, YAML
 from apiserver.status import bad_request
 
@@ -89,7 +90,9 @@ def _decode_json(body: bytes, track_duplicates: bool) -> tuple[Any, list[str]]:
         value = json.loads(text, object_pairs_hook=hook, parse_constant=_not_json,
                            parse_float=_finite_float, parse_int=_int64_or_float)
     except ValueError as e:
-        raise DecodeError(str(e)) from None
+        # a syntax error in Go's scanner's words (Python's are "Expecting value: line 1
+        # column 9 (char 8)"); other refusals (numbers Go cannot hold) keep their text
+        raise DecodeError(gojson.syntax_error(body) or str(e)) from None
     except RecursionError:
         raise DecodeError("exceeded max depth") from None
     dups = (_duplicate_paths(value, {i: d for i, (_, d) in dup_by_id.items()})

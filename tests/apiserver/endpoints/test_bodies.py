@@ -303,3 +303,25 @@ async def test_exa_quantities_are_quantities(real) -> None:
     r = await real.post("/api/v1/namespaces/default/pods", json=pod)
     assert r.status == 201, await r.text()
     assert (await r.json())["spec"]["containers"][0]["resources"]["limits"] == {"memory": "1E"}
+
+
+async def test_json_syntax_errors_in_gos_words(client) -> None:
+    """Bodies and patches that are not JSON: Go's scanner's message, as upstream's decoders
+    quote it (Python's read "Expecting value: line 1 column 9 (char 8)")."""
+    r = await client.post(CM, data=b'{"metadata":{"name":"n"},}',
+                          headers={"Content-Type": "application/json"})
+    assert r.status == 400
+    assert ("json parse error: invalid character '}' looking for beginning of object key "
+            "string") in (await r.json())["message"]
+    await client.post(CM, data=b'{"metadata":{"name":"p"}}',
+                      headers={"Content-Type": "application/json"})
+    r = await client.patch(f"{CM}/p", data=b'{"data": }',
+                           headers={"Content-Type": "application/merge-patch+json"})
+    assert r.status == 400
+    assert (await r.json())["message"] == (
+        "error decoding patch: invalid character '}' looking for beginning of value")
+    from apiserver.endpoints.gojson import syntax_error
+    assert syntax_error(b'[1 2]') == "invalid character '2' after array element"
+    assert syntax_error(b'{"a":1') == "unexpected end of JSON input"
+    assert syntax_error(b'"\\u12g4"') == "invalid character 'g' in \\u hexadecimal character escape"
+    assert syntax_error(b'{"a":1}') is None
