@@ -19,6 +19,7 @@ from typing import Final
 
 import orjson
 
+from storage import gojson
 from storage.errors import Code, StorageError
 
 API_VERSION: Final = "meta.plat.io/v1"
@@ -79,9 +80,15 @@ def decode_continue(token: str, prefix: str) -> tuple[str, int]:
     try:
         parsed = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise _invalid(f"{_GENERIC}: {exc}") from None
+        # Go's scanner's words, as upstream's json.Unmarshal gives them
+        raise _invalid(f"{_GENERIC}: {gojson.syntax_error(data) or exc}") from None
+    if parsed is None:
+        parsed = {}  # Go: null leaves the struct zero (and so without a revision)
     if not isinstance(parsed, dict):
-        raise _invalid(f"{_GENERIC}: token is not a JSON object")
+        kind = ("array" if isinstance(parsed, list) else "string" if isinstance(parsed, str)
+                else "bool" if isinstance(parsed, bool) else "number")
+        raise _invalid(f"{_GENERIC}: json: cannot unmarshal {kind} into Go value of type "
+                       "storage.continueToken")
     version = parsed.get("v", "")
     if version != API_VERSION:
         raise _invalid(f"{_UNKNOWN_VERSION} {version}")

@@ -23,9 +23,9 @@ from isal import igzip
 
 from apiserver import protobuf
 from apiserver.api.decode import json_kind
-from apiserver.endpoints import gojson
 from apiserver.endpoints.negotiation import JSON, PROTOBUF_TYPES, YAML
 from apiserver.status import bad_request
+from storage import gojson
 
 # Responses larger than this are gzip-compressed when the client accepts it (upstream
 # defaultGzipThresholdBytes); level 1 as upstream (speed over ratio). The compressor is ISA-L's

@@ -54,7 +54,13 @@ def test_encode_rejects_key_outside_prefix() -> None:
          "invalid continue token: continue key is not valid: ../secrets/x"),
         (_raw({"v": "meta.plat.io/v1", "rv": 3, "start": "//x"}),
          "invalid continue token: continue key is not valid: //x"),
-        (_raw([1, 2]), "invalid continue token: continue key is not valid: token is not a JSON object"),
+        (_raw([1, 2]), "invalid continue token: continue key is not valid: json: cannot "
+         "unmarshal array into Go value of type storage.continueToken"),
+        # not JSON: Go's scanner's words (Python's parser text leaked before)
+        ("garbage", "invalid continue token: continue key is not valid: invalid character "
+         "'\\u0081' looking for beginning of value"),
+        (base64.urlsafe_b64encode(b'{"v":').decode().rstrip("="),
+         "invalid continue token: continue key is not valid: unexpected end of JSON input"),
     ],
 )
 def test_decode_errors(token: str, message: str) -> None:

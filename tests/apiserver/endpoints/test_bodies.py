@@ -320,7 +320,7 @@ async def test_json_syntax_errors_in_gos_words(client) -> None:
     assert r.status == 400
     assert (await r.json())["message"] == (
         "error decoding patch: invalid character '}' looking for beginning of value")
-    from apiserver.endpoints.gojson import syntax_error
+    from storage.gojson import syntax_error
     assert syntax_error(b'[1 2]') == "invalid character '2' after array element"
     assert syntax_error(b'{"a":1') == "unexpected end of JSON input"
     assert syntax_error(b'"\\u12g4"') == "invalid character 'g' in \\u hexadecimal character escape"

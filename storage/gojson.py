@@ -34,7 +34,7 @@ def quote_char(c: int) -> str:
                0x0B: "\\v"}
     if c in escapes:
         return f"'{escapes[c]}'"
-    return f"'\\x{c:02x}'" if c < 0x100 else f"'\\u{c:04x}'"
+    return f"'\\x{c:02x}'" if c < 0x20 or c == 0x7F else f"'\\u{c:04x}'"
 
 
 class _Scanner:
