@@ -143,7 +143,11 @@ class CommandLog:
             fsync_dir(data_dir)
             if created:
                 fsync_dir(os.path.dirname(os.path.abspath(data_dir)))
-        self._replay()
+        try:
+            self._replay()
+        except BaseException:
+            self._journal._destroy()  # its file and pipes: the caller may try again
+            raise
 
     def _load_snapshot(self) -> int:
         """The snapshot's state and the journal index it covers (0: none). A snapshot that

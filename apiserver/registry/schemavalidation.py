@@ -108,6 +108,28 @@ _INTEGER_RESOURCES: Final = frozenset({
     "persistentvolumeclaims", "services.nodeports", "services.loadbalancers"})
 
 
+_STANDARD_QUOTA_NAMES: Final = frozenset({
+    "pods", "services", "replicationcontrollers", "resourcequotas", "secrets",
+    "persistentvolumeclaims", "configmaps", "services.nodeports", "services.loadbalancers",
+    "cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory",
+    "requests.ephemeral-storage", "requests.storage", "limits.cpu", "limits.memory",
+    "limits.ephemeral-storage"})
+_POD_COMPUTE: Final = frozenset({"pods", "cpu", "memory", "requests.cpu", "requests.memory",
+                                 "limits.cpu", "limits.memory"})
+# helper.IsResourceQuotaScopeValidForResource
+_SCOPE_RESOURCES: Final = {
+    "BestEffort": frozenset({"pods"}),
+    "NotBestEffort": _POD_COMPUTE, "Terminating": _POD_COMPUTE,
+    "NotTerminating": _POD_COMPUTE, "PriorityClass": _POD_COMPUTE,
+    "CrossNamespacePodAffinity": _POD_COMPUTE,
+}
+
+
+def _standard_quota_name(name: str) -> bool:
+    """helper.IsStandardQuotaResourceName."""
+    return name in _STANDARD_QUOTA_NAMES or name.startswith("requests.hugepages-")
+
+
 def _scopes_value(scopes: list[Any]) -> v.Raw:
     return v.Raw("[]core.ResourceQuotaScope{" + ", ".join(
         v.go_quote(str(s)) for s in scopes) + "}")
@@ -134,11 +156,13 @@ def validate_resource_quota(obj: Object) -> list[Cause]:
     for scope in scopes:
         if scope not in _STANDARD_SCOPES:
             causes.append(v.invalid("spec.scopes", _scopes_value(scopes), "unsupported scope"))
-        elif scope == "BestEffort" and any(
-                k != "pods" and not k.startswith("count/") for k in hard):
-            # a BestEffort pod requests no compute resources: only the pod count applies
-            causes.append(v.invalid("spec.scopes", _scopes_value(scopes),
-                                    "unsupported scope applied to resource"))
+        allowed = _SCOPE_RESOURCES.get(scope)
+        if allowed is not None:
+            # only standard quota names are checked (extended resources never are)
+            for name in sorted(hard):
+                if _standard_quota_name(name) and name not in allowed:
+                    causes.append(v.invalid("spec.scopes", _scopes_value(scopes),
+                                            "unsupported scope applied to resource"))
         seen.add(scope)
     for pair in (("BestEffort", "NotBestEffort"), ("Terminating", "NotTerminating")):
         if seen.issuperset(pair):
@@ -158,8 +182,8 @@ def validate_storage_class(obj: Object) -> list[Cause]:
     if not provisioner:
         causes.append(v.required("provisioner"))
     elif isinstance(provisioner, str):
-        causes += [v.invalid("provisioner", provisioner, e)
-                   for e in v.qualified_name_errors(provisioner)]
+        causes += [v.invalid("provisioner", provisioner, e)  # upstream lower-cases it
+                   for e in v.qualified_name_errors(provisioner.lower())]
     policy = obj.get("reclaimPolicy")
     if policy is not None and policy not in _RECLAIM_POLICIES:
         causes.append(v.not_supported("reclaimPolicy", policy, _RECLAIM_POLICIES))
@@ -322,7 +346,7 @@ def validate_ingress(obj: Object) -> list[Cause]:
     causes: list[Cause] = []
     rules = as_list(spec.get("rules"))
     if not rules and spec.get("defaultBackend") is None:
-        causes.append(v.invalid("spec.rules", v.Raw("[]networking.IngressRule(nil)"),
+        causes.append(v.invalid("spec", v.Raw("networking.IngressSpec{...}"),
                                 "either `defaultBackend` or `rules` must be specified"))
     if spec.get("defaultBackend") is not None:
         causes += _ingress_backend(as_dict(spec.get("defaultBackend")), "spec.defaultBackend")
@@ -367,16 +391,31 @@ _ADDRESS_TYPES: Final = ["FQDN", "IPv4", "IPv6"]
 _MAX_ADDRESSES: Final = 100
 
 
-def _address_errors(kind: Any, address: Any) -> str:
-    if not isinstance(address, str):
-        return ""
-    if kind in ("IPv4", "IPv6"):
+def _sloppy_ip(address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """netutils.ParseIPSloppy: IPv4 octets may carry leading zeros (read as decimal)."""
+    try:
+        return ipaddress.ip_address(address)
+    except ValueError:
+        pass
+    parts = address.split(".")
+    if len(parts) == 4 and all(p.isdigit() and p.isascii() for p in parts):
         try:
-            ip = ipaddress.ip_address(address)
+            return ipaddress.IPv4Address(".".join(str(int(p)) for p in parts))
         except ValueError:
-            ip = None
-        if ip is None or (ip.version == 4) != (kind == "IPv4"):
-            return f"must be a valid {kind} address"
+            return None
+    return None
+
+
+def _address_errors(kind: Any, address: Any) -> str:
+    """IsValidIPv4Address / IsValidIPv6Address: an IPv4-mapped IPv6 address counts as IPv4
+    (Go's To4), not as IPv6."""
+    if not isinstance(address, str) or kind not in ("IPv4", "IPv6"):
+        return ""
+    ip = _sloppy_ip(address)
+    is4 = ip is not None and (ip.version == 4 or (
+        isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None))
+    if ip is None or is4 != (kind == "IPv4"):
+        return f"must be a valid {kind} address"
     return ""
 
 
@@ -405,9 +444,6 @@ def validate_endpoint_slice(obj: Object) -> list[Cause]:
         proto = p.get("protocol")
         if proto is not None and proto not in _PROTOCOLS:
             causes.append(v.not_supported(f"ports[{i}].protocol", proto, _PROTOCOLS))
-        num = p.get("port")
-        if isinstance(num, int) and not isinstance(num, bool) and not 1 <= num <= 65535:
-            causes.append(v.invalid(f"ports[{i}].port", num, _PORT_RANGE_MSG))
     return causes
 
 
