@@ -1251,7 +1251,11 @@ class Replication:
                 metrics.PROPOSALS_FAILED.inc()
                 fut.set_exception(TimeoutError_())
 
-        loop.call_later(timeout, expire)
+        # The timer goes when the proposal is answered: left to run out, each one kept its
+        # future, result and closure alive for the whole timeout (thousands of objects under
+        # load, walked by every older-generation garbage collection).
+        timer = loop.call_later(timeout, expire)
+        fut.add_done_callback(lambda _: timer.cancel())
         if command is None:
             self._reads.append(done)
         elif isinstance(command, list):
