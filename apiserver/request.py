@@ -55,6 +55,9 @@ ANONYMOUS: Final = UserInfo(name="system:anonymous", groups=("system:unauthentic
 
 REQUEST_INFO: Final = web.RequestKey("request_info", RequestInfo)
 USER: Final = web.RequestKey("user", UserInfo)
+# The request's audit ID (upstream ``WithAuditInit``): the client's ``Audit-ID`` header as
+# sent, or a new random UUID. Echoed in the ``Audit-Id`` response header and the request log.
+AUDIT_ID: Final = web.RequestKey("audit_id", str)
 
 
 def _truthy(value: str | None) -> bool:

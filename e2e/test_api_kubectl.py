@@ -312,3 +312,23 @@ def test_field_selectors_upstream_offers(api_server: ApiServerProcess, namespace
         assert out == [f"certificatesigningrequest.certificates.plat.io/{name}"]
     finally:
         api_server.kubectl("delete", "csr", name, check=False)
+
+
+def test_responses_carry_audit_id_and_cache_control(api_server: ApiServerProcess,
+                                                     namespace: str) -> None:
+    """As upstream's ``kubectl -v=9`` shows them: every response has an ``Audit-Id`` and
+    ``Cache-Control: no-cache, private``, a watch stream's included."""
+    import re
+    import urllib.request
+
+    out = api_server.kubectl("get", "-n", namespace, "configmaps", "-v=9").stderr
+    assert re.search(r"Audit-Id: [0-9a-f-]{36}", out), out[-2000:]
+    assert "Cache-Control: no-cache, private" in out, out[-2000:]
+    req = urllib.request.Request(
+        f"{api_server.url}/api/v1/namespaces/{namespace}/configmaps?watch=1&timeoutSeconds=1",
+        headers={"Audit-ID": "e2e-watch"})
+    with urllib.request.urlopen(req, context=api_server.ssl_context(), timeout=30) as resp:
+        assert resp.headers["Audit-Id"] == "e2e-watch"
+        assert resp.headers["Cache-Control"] == "no-cache, private"
+        assert resp.headers["Transfer-Encoding"] == "chunked"
+        resp.read()

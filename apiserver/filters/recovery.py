@@ -23,8 +23,9 @@ import structlog
 from aiohttp import web
 
 from apiserver import logs
+from apiserver.filters.responseheaders import audit_id_of
 from apiserver.metrics import REQUEST_DURATION, REQUEST_TOTAL
-from apiserver.request import REQUEST_INFO, USER, RequestInfo
+from apiserver.request import AUDIT_ID, REQUEST_INFO, USER, RequestInfo
 from apiserver.status import REASONS, APIError
 
 if TYPE_CHECKING:
@@ -139,6 +140,7 @@ def recovery(known: Set[tuple[str, str, str]]) -> Middleware:
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         start = time.perf_counter()
         resp: web.StreamResponse | None = None
+        request[AUDIT_ID] = audit_id = audit_id_of(request)
         try:
             resp = await handler(request)
         except APIError as err:
@@ -167,7 +169,7 @@ def recovery(known: Set[tuple[str, str, str]]) -> Middleware:
                          resource=info.resource, subresource=info.subresource,
                          namespace=info.namespace, name=info.name,
                          user=user.name if user else "", code=code,
-                         latency_ms=round(elapsed * 1000, 3))
+                         latency_ms=round(elapsed * 1000, 3), audit_id=audit_id)
         return resp
 
     return middleware

@@ -303,3 +303,42 @@ async def test_filter_errors_are_negotiated(make_client):
     assert (await r.text()).startswith('{\n  "kind": "Status"')
     r = await client.get("/api/v1/namespaces")
     assert (await r.json())["reason"] == "Unauthorized"
+
+
+async def test_every_response_has_an_audit_id_and_cache_control(make_client):
+    """Upstream's outermost filters (WithAuditInit, WithCacheControl) put ``Audit-Id`` and
+    ``Cache-Control: no-cache, private`` on every response: served, refused (401), unknown
+    (404) and non-resource paths alike. A client's own Audit-ID is echoed as sent and is the
+    one in the request log line."""
+    import re
+    import uuid
+
+    from structlog.testing import capture_logs
+
+    client, _ = await make_client()
+    anonymous, _ = await make_client(anonymous=True)
+    seen = set()
+    for c, path, code in ((client, "/api/v1/namespaces/ns1/configmaps/x", 200),
+                          (client, "/version", 200), (client, "/healthz", 200),
+                          (client, "/nonexistent/path", 404),
+                          (anonymous, "/api/v1/namespaces", 401)):
+        r = await c.get(path)
+        assert r.status == code, path
+        assert r.headers["Cache-Control"] == "no-cache, private", path
+        audit_id = r.headers["Audit-Id"]
+        assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}",
+                            audit_id), audit_id
+        assert uuid.UUID(audit_id).version == 4
+        seen.add(audit_id)
+    assert len(seen) == 5
+    with capture_logs() as logs:
+        r = await client.get("/api/v1/namespaces/ns1/configmaps/x",
+                             headers={"Audit-ID": "my trace id, as sent"})
+    assert r.headers["Audit-Id"] == "my trace id, as sent"
+    assert [e["audit_id"] for e in logs if e["event"] == "request"] == ["my trace id, as sent"]
+    # a handler's own Cache-Control stays (aggregated discovery is cacheable)
+    r = await client.get("/apis", headers={
+        "Accept": "application/json;g=apidiscovery.plat.io;v=v2;as=APIGroupDiscoveryList"})
+    assert r.status == 200
+    assert r.headers["Cache-Control"] == "public"
+    assert "Audit-Id" in r.headers
