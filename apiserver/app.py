@@ -34,7 +34,6 @@ from apiserver.authn import build_authenticator
 from apiserver.authz import build_authorizer
 from apiserver.discovery import Discovery
 from apiserver.filters import ChainConfig, build_chain
-from apiserver.filters import responseheaders as response_headers
 from apiserver.filters.longrunning import is_long_running
 from apiserver.health import HealthState
 from apiserver.openapi import install_openapi
@@ -216,7 +215,6 @@ def build_app(options: ServerOptions, backends: Backends, *,
     # watches are tracked innermost so that shutdown can end exactly the serving tasks
     app = web.Application(middlewares=[*chain, _track_long_running(long_running)],
                           client_max_size=CLIENT_MAX_SIZE)
-    response_headers.install(app)
     app[HEALTH_KEY] = state
     app[BACKENDS_KEY] = backends
     app[LONG_RUNNING_KEY] = long_running

@@ -38,6 +38,7 @@ from apiserver.endpoints.fieldvalidation import warning_header
 from apiserver.endpoints.negotiation import JSON, TABLE
 from apiserver.endpoints.params import list_options
 from apiserver.endpoints.response import transform_watch_object
+from apiserver.filters.responseheaders import stamp
 from apiserver.registry.interface import DirectWatchStream
 from apiserver.status import APIError
 
@@ -311,6 +312,7 @@ async def handle(scope: Scope) -> web.StreamResponse:
     shared.reaper.add(stream, request)
     out: _Direct | None = None
     try:
+        stamp(request, resp)
         await resp.prepare(request)
         transport = request.transport
         if transport is not None:

@@ -23,7 +23,7 @@ import structlog
 from aiohttp import web
 
 from apiserver import logs
-from apiserver.filters.responseheaders import audit_id_of
+from apiserver.filters.responseheaders import audit_id_of, stamp
 from apiserver.metrics import REQUEST_DURATION, REQUEST_TOTAL
 from apiserver.request import AUDIT_ID, REQUEST_INFO, USER, RequestInfo
 from apiserver.status import REASONS, APIError
@@ -170,6 +170,8 @@ def recovery(known: Set[tuple[str, str, str]]) -> Middleware:
                          namespace=info.namespace, name=info.name,
                          user=user.name if user else "", code=code,
                          latency_ms=round(elapsed * 1000, 3), audit_id=audit_id)
+        if resp is not None and not resp.prepared:  # a stream (a watch) stamped its own
+            stamp(request, resp)
         return resp
 
     return middleware

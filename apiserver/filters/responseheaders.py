@@ -7,8 +7,10 @@ path, a watch stream.
 - ``Cache-Control: no-cache, private`` unless the handler chose its own (discovery and the
   OpenAPI documents do).
 
-They are set in aiohttp's ``on_response_prepare`` signal, the one point every response passes
-before its headers leave, streamed ones included.
+``stamp`` sets them. The recovery stage (outermost) stamps every response it returns that is
+not yet prepared; a handler that streams (it prepares its response itself: the watch) stamps
+it before ``prepare``. aiohttp's ``on_response_prepare`` signal would cover both, but it costs
+every request a coroutine.
 """
 
 from __future__ import annotations
@@ -40,14 +42,12 @@ def audit_id_of(request: web.BaseRequest) -> str:
     return request.headers.get("Audit-ID") or new_audit_id()
 
 
-async def add_response_headers(request: web.BaseRequest, response: web.StreamResponse) -> None:
+def stamp(request: web.BaseRequest, response: web.StreamResponse) -> None:
+    """Set ``Audit-Id`` and ``Cache-Control`` on ``response`` unless it has them (before its
+    headers are sent)."""
     headers = response.headers
     if "Cache-Control" not in headers:
         headers["Cache-Control"] = CACHE_CONTROL
     if HEADER_AUDIT_ID not in headers:
         audit_id = request.get(AUDIT_ID)
         headers[HEADER_AUDIT_ID] = audit_id if audit_id is not None else audit_id_of(request)
-
-
-def install(app: web.Application) -> None:
-    app.on_response_prepare.append(add_response_headers)
