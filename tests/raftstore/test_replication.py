@@ -960,3 +960,52 @@ async def test_answered_proposals_leave_no_timer_behind(tmp_path: object) -> Non
         assert pending == []
     finally:
         rep.stop()
+
+
+def test_journal_frees_dropped_entries_and_the_replaced_file_off_the_raft_thread(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Entries a snapshot covers, and the file a rewrite replaces, are freed by the journal's
+    disposer thread (on a loaded leader, freeing them in the raft thread stalled the whole
+    cluster for 10-130 ms): the entries are released and the old descriptor closed, not
+    kept."""
+    import sys
+
+    import raftstore.journal as journal_module
+
+    path = os.path.join(str(tmp_path), "j")
+    j = DurableJournal(path)
+    commands = [b"command %d " % i + bytes(100) for i in range(1, 11)]
+    for i, c in enumerate(commands, start=1):
+        j.add(c, i, 1)
+    j.sync()
+    def refs(i: int) -> int:  # (outside the asserts: pytest's rewriting holds values)
+        return sys.getrefcount(commands[i])
+
+    held = refs(0)
+    j.deleteEntriesTo(4)  # entries 1-4 leave the journal's memory
+    assert [e[1] for e in j] == [5, 6, 7, 8, 9, 10]
+    assert journal_module.disposer.wait()
+    freed = refs(0)
+    assert freed == held - 1  # the journal no longer holds it
+
+    def deleted_journal_fds() -> list[str]:
+        out = []
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                target = os.readlink(f"/proc/self/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith(path) and target.endswith("(deleted)"):
+                out.append(target)
+        return out
+
+    monkeypatch.setattr(journal_module, "_DEAD_PREFIX", 1)
+    j.deleteEntriesTo(4)  # entries 5-8 dead before 9-10: the file is rewritten
+    assert [e[1] for e in j] == [9, 10]
+    assert journal_module.disposer.wait()
+    assert deleted_journal_fds() == []
+    freed = refs(5)
+    assert freed == held - 1
+    j._destroy()
+    assert [e[1] for e in DurableJournal(path)] == [9, 10]
