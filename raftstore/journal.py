@@ -187,7 +187,7 @@ class DurableJournal(Journal):  # type: ignore[misc]
         # dead prefix) until it is large, see deleteEntriesTo.
         self._start = 0
         # _buf_lock guards the buffer (_pending, _last_idx, _size); _io_lock every write to the
-        # files (the sync thread's and the raft thread's), so that a truncation or a rewrite
+        # files (the meta thread's and the raft thread's), so that a truncation or a rewrite
         # never races a write of older bytes.
         self._buf_lock = threading.Lock()
         self._io_lock = threading.Lock()
@@ -198,17 +198,6 @@ class DurableJournal(Journal):  # type: ignore[misc]
         self._want_meta = False
         self._closing = False
         self._syncer: threading.Thread | None = None
-        # The leader's entries are synced on a thread of their own (sync_soon), so that the
-        # raft thread goes on reading the followers' acknowledgements meanwhile.
-        # The raft thread wakes that thread through a pipe rather than a Condition: os.write
-        # releases the GIL around the system call, so the woken thread does not preempt the
-        # raft thread while it holds the GIL (py-spy: a tenth of the leader's raft-thread GIL
-        # time at 64 clients was Condition.notify's lock release).
-        self._want_sync = False
-        self._on_synced: Callable[[], None] | None = None
-        self._entry_syncer: threading.Thread | None = None
-        self._sync_r, self._sync_w = os.pipe2(os.O_CLOEXEC)
-        os.set_blocking(self._sync_w, False)
 
     # -- start-up -----------------------------------------------------------------------------
 
@@ -321,51 +310,6 @@ class DurableJournal(Journal):  # type: ignore[misc]
                 )
                 self._syncer.start()
             self._wanted.notify_all()
-
-    def sync_soon(self, done: Callable[[], None]) -> None:
-        """Have the entry-sync thread make every entry added so far durable and then call
-        ``done`` (from that thread). Requests made before that thread takes this one share
-        its sync (see ``sync_queued``)."""
-        self._on_synced = done
-        self._want_sync = True
-        if self._entry_syncer is None:
-            self._entry_syncer = threading.Thread(
-                target=self._entry_sync_loop, name="journal-entry-sync", daemon=True
-            )
-            self._entry_syncer.start()
-        self._poke(b"s")
-
-    def _poke(self, what: bytes) -> None:
-        try:
-            os.write(self._sync_w, what)
-        except (BlockingIOError, OSError):  # full (a wake-up is pending already) or closed
-            pass
-
-    @property
-    def sync_queued(self) -> bool:
-        """A sync_soon request waits for the entry-sync thread (it covers what is added until
-        that thread takes it)."""
-        return self._want_sync
-
-    def _entry_sync_loop(self) -> None:
-        while True:
-            try:
-                os.read(self._sync_r, 4096)
-            except OSError:  # closed by _destroy
-                return
-            if self._closing:
-                return
-            if not self._want_sync:
-                continue
-            self._want_sync = False  # requests from now on get a sync of their own
-            done = self._on_synced
-            try:
-                self.sync()
-            except Exception:  # the raft thread's own sync (or the next request) will tell
-                log.exception("syncing the raft journal failed")
-                time.sleep(0.05)
-            if done is not None:
-                done()
 
     def _sync_loop(self) -> None:
         while True:
@@ -534,12 +478,8 @@ class DurableJournal(Journal):  # type: ignore[misc]
         with self._wanted:
             self._closing = True
             self._wanted.notify_all()
-        self._poke(b"c")
-        for thread in (self._syncer, self._entry_syncer):
-            if thread is not None:
-                thread.join(timeout=10)
-        os.close(self._sync_w)
-        os.close(self._sync_r)
+        if self._syncer is not None:
+            self._syncer.join(timeout=10)
         with self._io_lock, self._meta_lock:
             self._flush_locked()
             self._store_meta()

@@ -876,20 +876,17 @@ class Replication:
         """(Raft thread) fdatasync what was appended (one sync for everything since the last)
         and send the acknowledgements waiting for it. True if anything was synced.
 
-        A leader with followers does not wait for its own sync: the journal's entry-sync thread
-        runs it and wakes this thread when done, and meanwhile this thread goes on reading the
-        followers' acknowledgements, so an entry commits as soon as any majority has it on disk
-        (the leader counts itself only up to ``durable_index``: _RaftNode.__applyLogEntries)."""
+        A leader has sent its appends already (``_send_progress`` runs first), so its own
+        fdatasync runs while the followers write theirs, as etcd's leader persists its entries
+        after sending them (Raft thesis 10.2.1); it counts itself towards a commit only up to
+        ``durable_index`` (_RaftNode.__applyLogEntries). The sync runs on this thread: handing
+        it to a thread of its own, which then woke this one, cost more in wake-ups than the
+        sync takes on this project's machines (measured: docs/benchmarks.md)."""
         journal = self._journal
         synced = False
         if journal.dirty:
-            node = self._node
-            if node._isLeader() and node._SyncObj__otherNodes and not self._transport.holding:
-                if not journal.sync_queued:
-                    journal.sync_soon(self._wake)
-            else:
-                journal.sync()
-                synced = True
+            journal.sync()
+            synced = True
         self._transport.release_held()
         return synced
 

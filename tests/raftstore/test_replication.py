@@ -436,58 +436,49 @@ async def test_follower_acknowledges_only_after_its_fsync(tmp_path: object) -> N
             r.stop()
 
 
-def test_journal_sync_soon_makes_entries_durable_off_thread(tmp_path: object) -> None:
-    path = os.path.join(str(tmp_path), "j")
-    j = DurableJournal(path)
-    try:
-        for i in range(1, 4):
-            j.add(b"c%d" % i, i, 1)
-        done = threading.Event()
-        j.sync_soon(done.set)
-        assert done.wait(10)
-        assert j.durable_index == 3 and not j.dirty and not j.sync_queued
-        j.add(b"c4", 4, 1)
-        done.clear()
-        j.sync_soon(done.set)
-        assert done.wait(10) and j.durable_index == 4
-    finally:
-        j._destroy()
-    assert [e[1] for e in DurableJournal(path)] == [1, 2, 3, 4]
-
-
-async def test_leader_commits_on_its_followers_disks_while_its_own_sync_waits(
+async def test_leader_syncs_after_sending_and_one_whose_disk_hangs_is_replaced(
     tmp_path: object,
 ) -> None:
-    """Raft thesis 10.2.1: the leader syncs its own journal in parallel with the followers, and
-    an entry on both followers' disks is a majority without the leader's, even while the
-    leader's own sync hangs. With one follower down, the leader's own disk is needed, and
-    nothing commits while it does not answer."""
+    """Raft thesis 10.2.1, as etcd's leader does it: the leader sends its appends before its
+    own fdatasync, so the followers write an entry while the leader's sync is running. A
+    leader whose disk hangs stops ticking (its raft thread waits in the sync); the other two
+    elect a leader of their own and go on committing, and once the disk answers the old
+    leader steps down and catches up."""
     cfgs, sms = make_cluster(tmp_path, 3)
     reps = [Replication(c, s) for c, s in zip(cfgs, sms, strict=True)]
+    disk = threading.Event()
     try:
         leader = await wait_leader(reps)
         await leader.propose(msgpack.packb(0))
-        journal = leader._journal
-        disk = threading.Event()
-        # The leader's disk hangs (every way to it, including the journal thread's sync
-        # before it stores the commit hint): its raft thread must not wait for it.
-        journal._flush_locked = lambda: disk.wait(30) and None  # type: ignore[method-assign]
-        assert await leader.propose(msgpack.packb(1), timeout=5) == 2
-        assert journal.durable_index < journal.last_index
-        journal._flush_locked = lambda: None  # type: ignore[method-assign]
-        disk.set()
         followers = [r for r in reps if r is not leader]
-        followers[0].stop()
-        with pytest.raises(ConsensusError):
-            await leader.propose(msgpack.packb(2), timeout=1.5)
-        leader_sm = sms[reps.index(leader)]
-        assert leader_sm.items == [0, 1]
+        journal = leader._journal
+        written = [f._journal.durable_index for f in followers]
+        # The leader's disk hangs (every way to it, including the journal thread's sync
+        # before it stores the commit hint).
+        journal._flush_locked = lambda: disk.wait(30) and None  # type: ignore[method-assign]
+        stuck = asyncio.ensure_future(leader.propose(msgpack.packb(1), timeout=20))
+        await _until(lambda: all(
+            f._journal.durable_index > w for f, w in zip(followers, written, strict=True)))
+        assert journal.durable_index < journal.last_index
+        successor = await wait_leader(followers, timeout=15)
+        await successor.propose(msgpack.packb(2), timeout=10)
+        for r in followers:
+            await r.read_barrier()
+        # The new leader committed the entry the old one had sent (it was on a majority's
+        # disks) before its own.
+        for r in followers:
+            assert sms[reps.index(r)].items == [0, 1, 2]
+        disk.set()
         del journal._flush_locked
-        journal.sync_soon(leader._wake)
-        # Once the leader's disk answers, the entry is on a majority's disks and commits. (A
-        # read point need not wait for it: its write was never acknowledged.)
-        await _until(lambda: leader_sm.items == [0, 1, 2])
+        # The old leader's proposal is answered or failed, never left waiting.
+        try:
+            await stuck
+        except ConsensusError:
+            pass
+        await _until(lambda: sms[reps.index(leader)].items == [0, 1, 2], timeout=15)
+        assert not leader.is_leader()
     finally:
+        disk.set()
         for r in reps:
             r.stop()
 
