@@ -240,7 +240,43 @@ def _to_json_value(value: Any, budget: list[int]) -> Any:
                       f"{type(value).__name__}")
 
 
+# libyaml's composer (the C loader) recurses once per level of nesting with no limit of its
+# own: some tens of thousands of "[" overflow the thread's stack and kill the process. Below
+# this many possible levels the composer is safe and ``depth_exceeds`` judges the result.
+_YAML_SAFE_NESTING: Final = 5000
+_NESTING_STARTS: Final = (b"[", b"{", b"-", b"?", b":", b"\n")
+
+
+def _yaml_nests_too_deep(body: bytes, limit: int = MAX_DEPTH) -> bool:
+    """Whether the document's collections nest deeper than ``limit``, read from the parser's
+    events (iteratively, nothing composed). Skipped when the body has too few characters
+    that can open a level (a flow bracket, a block indicator or a new line) to reach the
+    composer's danger zone. A syntax error is left for the loader to report."""
+    if sum(body.count(c) for c in _NESTING_STARTS) < _YAML_SAFE_NESTING:
+        return False
+    parser = _BaseLoader(body)
+    depth = 0
+    try:
+        while (event := parser.get_event()) is not None:
+            kind = type(event)
+            if kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+                depth += 1
+                if depth > limit:
+                    return True
+            elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+                depth -= 1
+            elif kind is yaml.StreamEndEvent:
+                break
+    except yaml.YAMLError:
+        return False
+    finally:
+        parser.dispose()
+    return False
+
+
 def _decode_yaml(body: bytes) -> tuple[Any, list[str]]:
+    if _yaml_nests_too_deep(body):
+        raise DecodeError("error converting YAML to JSON: exceeded max depth")
     loader = _Loader(body)
     try:
         value = loader.get_single_data()

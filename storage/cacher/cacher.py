@@ -97,13 +97,18 @@ class _Page:
 
 
 def parse_rv(value: str) -> int:
-    """A resourceVersion as a revision; StorageError(INVALID) with upstream's field error."""
+    """A resourceVersion as a revision; StorageError(INVALID) with upstream's field error
+    (upstream parses it as an unsigned 64-bit number)."""
+    reason = "invalid syntax"
     if value.isdigit() and value.isascii():
-        return int(value)
+        rv = int(value)
+        if rv < 1 << 64:
+            return rv
+        reason = "value out of range"
     raise StorageError(
         Code.INVALID,
         f'invalid resource version: resourceVersion: Invalid value: "{value}": '
-        f'strconv.ParseUint: parsing "{value}": invalid syntax',
+        f'strconv.ParseUint: parsing "{value}": {reason}',
     )
 
 

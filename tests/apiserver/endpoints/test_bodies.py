@@ -325,3 +325,20 @@ async def test_json_syntax_errors_in_gos_words(client) -> None:
     assert syntax_error(b'{"a":1') == "unexpected end of JSON input"
     assert syntax_error(b'"\\u12g4"') == "invalid character 'g' in \\u hexadecimal character escape"
     assert syntax_error(b'{"a":1}') is None
+
+
+async def test_deeply_nested_yaml_is_400(client) -> None:
+    """libyaml's composer recursed once per level with no limit of its own: tens of
+    thousands of levels overflowed the stack and killed the server (a segfault)."""
+    for deep in (b"[" * 100_000, b"- " * 100_000 + b"x", b"metadata: {name: d}\ndata: " + b"{a: " * 60_000):
+        r = await client.post(CM, data=deep, headers={"Content-Type": "application/yaml"})
+        assert r.status == 400
+        assert "exceeded max depth" in (await r.json())["message"]
+        r = await client.patch(f"{CM}/d?fieldManager=m", data=deep,
+                               headers={"Content-Type": "application/apply-patch+yaml"})
+        assert r.status == 400
+        assert "exceeded max depth" in (await r.json())["message"]
+    # Many lines nesting nothing are read as before.
+    flat = b"metadata:\n  name: flat\ndata:\n" + b"".join(b"  k%d: v\n" % i for i in range(6000))
+    r = await client.post(CM, data=flat, headers={"Content-Type": "application/yaml"})
+    assert r.status == 201

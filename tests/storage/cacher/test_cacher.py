@@ -103,6 +103,11 @@ async def test_get_versions(store: FakeStore, cacher: Cacher) -> None:
     with pytest.raises(StorageError) as ei:
         await cacher.get(key("a", "x"), GetOptions(resource_version="abc"))
     assert ei.value.code == Code.INVALID
+    # Past an unsigned 64-bit number: invalid as upstream's strconv.ParseUint, not too large.
+    with pytest.raises(StorageError) as ei:
+        await cacher.get(key("a", "x"), GetOptions(resource_version=str(1 << 64)))
+    assert ei.value.code == Code.INVALID
+    assert ei.value.message.endswith(f'parsing "{1 << 64}": value out of range')
 
 
 async def test_too_large_resource_version(store: FakeStore) -> None:
