@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
+from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
 from raftstore import metrics
 from raftstore.consensus import ConsensusError
@@ -77,6 +78,10 @@ def _mapped(exc: BaseException) -> EtcdError:
 
 
 def _status(exc: BaseException) -> tuple[grpc.StatusCode, str]:
+    if isinstance(exc, DecodeError):
+        # A stream's request that is not a valid message: grpc-go's answer (unary calls get
+        # theirs in server.py, before the handler runs).
+        return grpc.StatusCode.INTERNAL, f"grpc: failed to unmarshal the received message {exc}"
     err = to_etcd_error(exc)
     if err is not None:
         return err.code, err.message

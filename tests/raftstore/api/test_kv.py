@@ -212,3 +212,25 @@ async def test_undecodable_request_is_internal_as_in_etcd(server: Server) -> Non
     assert (info.value.details() or "").startswith("grpc: error unmarshalling request: ")
     resp = await server.kv.Put(pb.PutRequest(key=b"k", value=b"v"))
     assert resp.header.revision == 2
+
+
+async def test_undecodable_stream_request_is_internal_as_in_etcd(server: Server) -> None:
+    """A Watch or LeaseKeepAlive stream whose request bytes are not a message ends as
+    grpc-go ends it: INTERNAL, "grpc: failed to unmarshal the received message ..." (it was
+    UNKNOWN, with a traceback in the member's log)."""
+    for method in ("/etcdserverpb.Watch/Watch", "/etcdserverpb.Lease/LeaseKeepAlive"):
+        call = server.channel.stream_stream(
+            method, request_serializer=None, response_deserializer=None
+        )
+
+        async def requests():  # type: ignore[no-untyped-def]
+            yield b"\x0a\xff\xff\xff\xff\x0f"  # field 1, a length past the end
+
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            async for _ in call(requests(), timeout=10):
+                pass
+        assert info.value.code() == grpc.StatusCode.INTERNAL, method
+        assert (info.value.details() or "").startswith(
+            "grpc: failed to unmarshal the received message "), method
+    resp = await server.kv.Put(pb.PutRequest(key=b"k", value=b"v"))
+    assert resp.header.revision == 2
