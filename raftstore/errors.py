@@ -73,6 +73,7 @@ _C = grpc.StatusCode
 
 # Request validation (etcdserver/api/v3rpc/key.go) and apply-time errors.
 EMPTY_KEY: Final = ErrorSpec(_C.INVALID_ARGUMENT, "etcdserver: key is not provided")
+INVALID_SORT: Final = ErrorSpec(_C.INVALID_ARGUMENT, "etcdserver: invalid sort option")
 KEY_NOT_FOUND: Final = ErrorSpec(_C.INVALID_ARGUMENT, "etcdserver: key not found")
 VALUE_PROVIDED: Final = ErrorSpec(_C.INVALID_ARGUMENT, "etcdserver: value is provided")
 LEASE_PROVIDED: Final = ErrorSpec(_C.INVALID_ARGUMENT, "etcdserver: lease is provided")

@@ -3,10 +3,13 @@ reaches the log. Each raises ``EtcdError`` with etcd's status."""
 
 from __future__ import annotations
 
+from typing import Final
+
 from raftstore.api.pb import rpc_pb2 as pb
 from raftstore.errors import (
     DUPLICATE_KEY,
     EMPTY_KEY,
+    INVALID_SORT,
     KEY_NOT_FOUND,
     LEASE_PROVIDED,
     MAX_TXN_OPS,
@@ -15,10 +18,17 @@ from raftstore.errors import (
     EtcdError,
 )
 
+_SORT_ORDERS: Final = frozenset(pb.RangeRequest.SortOrder.values())
+_SORT_TARGETS: Final = frozenset(pb.RangeRequest.SortTarget.values())
+
 
 def check_range(r: pb.RangeRequest) -> None:
     if not r.key:
         raise EtcdError(EMPTY_KEY)
+    # An order or target outside the enums (etcd 3.4 panicked on an unknown target; later
+    # versions refuse both, as here).
+    if r.sort_order not in _SORT_ORDERS or r.sort_target not in _SORT_TARGETS:
+        raise EtcdError(INVALID_SORT)
 
 
 def check_put(r: pb.PutRequest) -> None:

@@ -234,3 +234,16 @@ async def test_undecodable_stream_request_is_internal_as_in_etcd(server: Server)
             "grpc: failed to unmarshal the received message "), method
     resp = await server.kv.Put(pb.PutRequest(key=b"k", value=b"v"))
     assert resp.header.revision == 2
+
+
+async def test_unknown_sort_option_is_refused(server: Server) -> None:
+    """A sort order or target outside the enums is etcd's "invalid sort option" (etcd 3.4
+    crashed on an unknown target), alone or inside a transaction."""
+    bad = "etcdserver: invalid sort option"
+    inv = grpc.StatusCode.INVALID_ARGUMENT
+    for kw in ({"sort_order": 3}, {"sort_target": 5}, {"sort_order": 99, "sort_target": 99}):
+        assert await status_of(server.kv.Range(R(key=b"a", **kw))) == (inv, bad)  # type: ignore[arg-type]
+        txn = pb.TxnRequest(success=[pb.RequestOp(request_range=R(key=b"a", **kw))])  # type: ignore[arg-type]
+        assert await status_of(server.kv.Txn(txn)) == (inv, bad)
+    resp = await server.kv.Range(R(key=b"a", sort_order=2, sort_target=4))
+    assert resp.count == 0
