@@ -38,7 +38,14 @@ from raftstore import metrics
 from raftstore.api.convert import kv_to_pb, range_end
 from raftstore.api.pb import rpc_pb2 as pb
 from raftstore.errors import BAD_COMMAND, KEY_NOT_FOUND, ErrorSpec, EtcdError, to_etcd_error
-from raftstore.mvcc.types import Event, KeyValue, LeaseNotFoundError, RangeOptions
+from raftstore.mvcc.types import (
+    CompactedError,
+    Event,
+    FutureRevError,
+    KeyValue,
+    LeaseNotFoundError,
+    RangeOptions,
+)
 
 if TYPE_CHECKING:
     from raftstore.mvcc.kvstore import KVStore
@@ -228,6 +235,25 @@ def _compare_path(view: Any, req: pb.TxnRequest, path: list[bool]) -> None:
     for op in req.success if ok else req.failure:
         if op.WhichOneof("request") == "request_txn":
             _compare_path(view, op.request_txn, path)
+
+
+def _check_ranges(req: pb.TxnRequest, path: Iterator[bool], rev: int, compact_rev: int) -> None:
+    """etcd's ``checkRequests(checkRequestRange)``: before anything is applied, every range on
+    the branches taken that names a revision must name one between the compacted revision
+    and the store's revision as the transaction began. Unlike a lone Range (where a
+    negative revision reads the current one), a negative revision below the compacted one
+    (-1 while nothing was compacted) is compacted, and a revision the transaction's own
+    writes would create is a future one."""
+    for op in req.success if next(path) else req.failure:
+        kind = op.WhichOneof("request")
+        if kind == "request_range":
+            want = op.request_range.revision
+            if want > rev:
+                raise FutureRevError()
+            if want and want < compact_rev:
+                raise CompactedError(compact_rev)
+        elif kind == "request_txn":
+            _check_ranges(op.request_txn, path, rev, compact_rev)
 
 
 def is_txn_readonly(req: pb.TxnRequest) -> bool:
@@ -497,6 +523,7 @@ class EtcdStateMachine:
     def _txn(self, txn: StoreTxnWrite, req: pb.TxnRequest) -> pb.TxnResponse:
         path: list[bool] = []
         _compare_path(txn, req, path)
+        _check_ranges(req, iter(path), self.store.rev, self.store.compact_rev)
         resp = pb.TxnResponse()
         self._txn_ops(txn, req, iter(path), resp)
         return resp
