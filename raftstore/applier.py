@@ -511,6 +511,21 @@ class EtcdStateMachine:
             resp.prev_kv.CopyFrom(kv_to_pb(prev))
         return resp
 
+    def _check_puts(self, txn: StoreTxnWrite, req: pb.TxnRequest, path: Iterator[bool]) -> None:
+        """etcd's ``checkRequestPut`` on every put of the branches taken: a put that keeps
+        the value or lease needs the key to exist, and a lease named must exist."""
+        for op in req.success if next(path) else req.failure:
+            kind = op.WhichOneof("request")
+            if kind == "request_put":
+                put = op.request_put
+                if (put.ignore_value or put.ignore_lease) and not txn.range(
+                        put.key, None, RangeOptions()).kvs:
+                    raise EtcdError(KEY_NOT_FOUND)
+                if put.lease and put.lease not in self.store.lessor:
+                    raise LeaseNotFoundError()
+            elif kind == "request_txn":
+                self._check_puts(txn, op.request_txn, path)
+
     def _delete_range(
         self, txn: StoreTxnWrite, req: pb.DeleteRangeRequest
     ) -> pb.DeleteRangeResponse:
@@ -523,6 +538,9 @@ class EtcdStateMachine:
     def _txn(self, txn: StoreTxnWrite, req: pb.TxnRequest) -> pb.TxnResponse:
         path: list[bool] = []
         _compare_path(txn, req, path)
+        # etcd's checkRequests, over the branches taken, before anything is applied: puts
+        # first, then ranges.
+        self._check_puts(txn, req, iter(path))
         _check_ranges(req, iter(path), self.store.rev, self.store.compact_rev)
         resp = pb.TxnResponse()
         self._txn_ops(txn, req, iter(path), resp)

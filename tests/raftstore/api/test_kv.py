@@ -280,3 +280,15 @@ async def test_txn_range_revisions_are_checked_as_etcd(server: Server) -> None:
     assert await status_of(server.kv.Txn(pb.TxnRequest(success=[rng(3)]))) == comp
     ok = await server.kv.Txn(pb.TxnRequest(success=[rng(4)]))
     assert ok.responses[0].response_range.kvs[0].value == b"1"
+
+
+async def test_txn_checks_puts_before_ranges_as_etcd(server: Server) -> None:
+    """etcd checks every put on the branches taken (a kept value needs the key, a lease
+    must exist) before any range's revision, whatever their order in the request."""
+    gone = (grpc.StatusCode.NOT_FOUND, "etcdserver: requested lease not found")
+    missing = (grpc.StatusCode.INVALID_ARGUMENT, "etcdserver: key not found")
+    old = pb.RequestOp(request_range=R(key=b"a", revision=-5))
+    txn = pb.TxnRequest(success=[old, pb.RequestOp(request_put=pb.PutRequest(key=b"b", lease=9))])
+    assert await status_of(server.kv.Txn(txn)) == gone
+    keep = pb.RequestOp(request_put=pb.PutRequest(key=b"b", ignore_value=True, lease=9))
+    assert await status_of(server.kv.Txn(pb.TxnRequest(success=[old, keep]))) == missing

@@ -1,0 +1,200 @@
+"""Differential fuzz over gRPC: the same seeded sequence of random KV and lease requests goes
+to a one-member etcd and a one-member raftstore, both started empty, and every answer must be
+the same: status code and message, or the whole response with the member-specific header
+fields (cluster, member, raft term) cleared.
+
+The requests are drawn from small sets of interesting values (empty, reversed and open
+ranges, negative and future revisions, nested transactions, unknown leases) so that seeds hit the error paths often. Leases get long TTLs only, so that none
+expires while the sequence runs and the two stores stay comparable; a TimeToLive's
+remaining TTL depends on the clock and is not compared, nor the order of its keys (etcd's is
+Go's map order). Found, when written: an unknown sort
+option (etcd 3.4 crashed; raftstore answered it) and the revision checks of ranges inside a
+Txn (etcd's checkRequestRange).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from raftstore.api.pb import rpc_pb2 as pb
+from raftstore.launcher import Cluster, EtcdCluster, RaftstoreCluster
+from raftstore.testing.fixtures import require_etcd
+
+OPS_PER_SEED = 400
+KEYS = [b"", b"a", b"b", b"c", b"a/1", b"a/2", b"\x00", b"\xff", b"zz"]
+ENDS = [b"", b"", b"\x00", b"b", b"a", b"a0", b"\xff", b"c"]
+REVISIONS = [0, 0, 0, 1, 2, 3, 5, 8, 13, 40, -1, -2, -(2**63)]
+LIMITS = [0, 0, 1, 2, -1, 100]
+LEASES = [0, 0, 0, 1, 2, 3, 77]
+TTLS = [100, 1000, 9_000_000_000, -1]
+
+
+class Gen:
+    """Random requests; every choice comes from ``rnd``, so a seed is one sequence."""
+
+    def __init__(self, seed: int) -> None:
+        self.rnd = random.Random(seed)
+
+    def pick(self, values: list[Any]) -> Any:
+        return self.rnd.choice(values)
+
+    def flag(self, p: float = 0.3) -> bool:
+        return self.rnd.random() < p
+
+    def range(self) -> pb.RangeRequest:
+        r = pb.RangeRequest(key=self.pick(KEYS), range_end=self.pick(ENDS),
+                            limit=self.pick(LIMITS), revision=self.pick(REVISIONS))
+        if self.flag():
+            # Within the enums: etcd 3.4 crashes on an unknown target (see test_kv.py).
+            r.sort_order = self.pick([0, 1, 2])
+            r.sort_target = self.pick([0, 1, 2, 3, 4])
+        r.keys_only, r.count_only, r.serializable = self.flag(), self.flag(0.15), self.flag()
+        if self.flag(0.2):
+            r.min_mod_revision = self.pick(REVISIONS)
+            r.max_mod_revision = self.pick(REVISIONS)
+            r.min_create_revision = self.pick(REVISIONS)
+            r.max_create_revision = self.pick(REVISIONS)
+        return r
+
+    def put(self) -> pb.PutRequest:
+        p = pb.PutRequest(key=self.pick(KEYS), value=self.pick([b"", b"v", b"w" * 40]),
+                          lease=self.pick(LEASES), prev_kv=self.flag())
+        p.ignore_value, p.ignore_lease = self.flag(0.1), self.flag(0.1)
+        return p
+
+    def delete(self) -> pb.DeleteRangeRequest:
+        return pb.DeleteRangeRequest(key=self.pick(KEYS), range_end=self.pick(ENDS),
+                                     prev_kv=self.flag())
+
+    def compare(self) -> pb.Compare:
+        c = pb.Compare(key=self.pick(KEYS[1:]), range_end=self.pick(ENDS),
+                       result=self.pick([0, 1, 2, 3]), target=self.pick([0, 1, 2, 3, 4]))
+        target = c.target
+        if target == pb.Compare.VERSION:
+            c.version = self.pick([0, 1, 2, 5])
+        elif target == pb.Compare.CREATE:
+            c.create_revision = self.pick(REVISIONS)
+        elif target == pb.Compare.MOD:
+            c.mod_revision = self.pick(REVISIONS)
+        elif target == pb.Compare.VALUE:
+            c.value = self.pick([b"", b"v", b"w" * 40])
+        else:
+            c.lease = self.pick(LEASES)
+        return c
+
+    def op(self, depth: int) -> pb.RequestOp:
+        kind = self.pick(["range", "put", "delete", "txn", "empty"] if depth < 2
+                         else ["range", "put", "delete"])
+        if kind == "range":
+            return pb.RequestOp(request_range=self.range())
+        if kind == "put":
+            return pb.RequestOp(request_put=self.put())
+        if kind == "delete":
+            return pb.RequestOp(request_delete_range=self.delete())
+        if kind == "txn":
+            return pb.RequestOp(request_txn=self.txn(depth + 1))
+        return pb.RequestOp()
+
+    def txn(self, depth: int = 0) -> pb.TxnRequest:
+        n = self.rnd.randint
+        return pb.TxnRequest(compare=[self.compare() for _ in range(n(0, 2))],
+                             success=[self.op(depth) for _ in range(n(0, 3))],
+                             failure=[self.op(depth) for _ in range(n(0, 2))])
+
+    def request(self) -> tuple[str, Any]:
+        kind = self.pick(["Range"] * 4 + ["Put"] * 4 + ["DeleteRange"] * 2 + ["Txn"] * 4
+                         + ["Compact", "LeaseGrant", "LeaseRevoke", "LeaseTimeToLive"])
+        if kind == "Range":
+            return kind, self.range()
+        if kind == "Put":
+            return kind, self.put()
+        if kind == "DeleteRange":
+            return kind, self.delete()
+        if kind == "Txn":
+            return kind, self.txn()
+        if kind == "Compact":
+            return kind, pb.CompactionRequest(revision=self.pick(REVISIONS), physical=self.flag())
+        if kind == "LeaseGrant":
+            return kind, pb.LeaseGrantRequest(ID=self.pick(LEASES[3:]), TTL=self.pick(TTLS))
+        if kind == "LeaseRevoke":
+            return kind, pb.LeaseRevokeRequest(ID=self.pick(LEASES))
+        return kind, pb.LeaseTimeToLiveRequest(ID=self.pick(LEASES), keys=self.flag())
+
+
+def _scrub(msg: Any) -> Any:
+    """Clear what differs between any two clusters: the header's ids and term (and a
+    TimeToLive's remaining seconds, which follow the clock)."""
+    for fd, value in msg.ListFields():
+        if fd.name == "header":
+            value.cluster_id = value.member_id = value.raft_term = 0
+        elif fd.message_type is not None:
+            for item in (value if fd.is_repeated else [value]):
+                _scrub(item)
+    if isinstance(msg, pb.LeaseTimeToLiveResponse):
+        msg.TTL = min(msg.TTL, 0)
+        keys = sorted(msg.keys)  # etcd lists them in Go's map order, which is random
+        del msg.keys[:]
+        msg.keys.extend(keys)
+    return msg
+
+
+_METHODS: dict[str, tuple[str, Callable[[bytes], Any]]] = {
+    "Range": ("KV", pb.RangeResponse.FromString),
+    "Put": ("KV", pb.PutResponse.FromString),
+    "DeleteRange": ("KV", pb.DeleteRangeResponse.FromString),
+    "Txn": ("KV", pb.TxnResponse.FromString),
+    "Compact": ("KV", pb.CompactionResponse.FromString),
+    "LeaseGrant": ("Lease", pb.LeaseGrantResponse.FromString),
+    "LeaseRevoke": ("Lease", pb.LeaseRevokeResponse.FromString),
+    "LeaseTimeToLive": ("Lease", pb.LeaseTimeToLiveResponse.FromString),
+}
+
+
+async def _answers(cluster: Cluster, requests: list[tuple[str, Any]]) -> list[str]:
+    target = cluster.members[0].client_url.split("//", 1)[-1]
+    out = []
+    async with grpc.aio.insecure_channel(target) as channel:
+        for method, req in requests:
+            service, decode = _METHODS[method]
+            call = channel.unary_unary(f"/etcdserverpb.{service}/{method}",
+                                       request_serializer=lambda m: m.SerializeToString(),
+                                       response_deserializer=decode)
+            try:
+                out.append(str(_scrub(await call(req, timeout=10))))
+            except grpc.aio.AioRpcError as e:
+                out.append(f"{e.code().name}: {e.details()}")
+    return out
+
+
+# DIFF_FUZZ_FIRST_SEED / DIFF_FUZZ_SEEDS run other or more seeds (60 more passed when written).
+_FIRST = int(os.environ.get("DIFF_FUZZ_FIRST_SEED", "1"))
+_SEEDS = int(os.environ.get("DIFF_FUZZ_SEEDS", "8"))
+
+
+@pytest.mark.parametrize("seed", range(_FIRST, _FIRST + _SEEDS))
+async def test_same_answers_as_etcd(tmp_path: Path, seed: int) -> None:
+    require_etcd()
+    gen = Gen(seed)
+    requests = [gen.request() for _ in range(OPS_PER_SEED)]
+    answers = []
+    for name, cls in (("raftstore", RaftstoreCluster), ("etcd", EtcdCluster)):
+        cluster = cls(tmp_path / name, nodes=1)
+        cluster.start(timeout=60)
+        try:
+            answers.append(await _answers(cluster, requests))
+        finally:
+            cluster.stop()
+    ours, etcds = answers
+    diffs = [
+        f"#{i} {method} {str(req).strip()!r}\n  raftstore: {a!r}\n  etcd:      {b!r}"
+        for i, ((method, req), a, b) in enumerate(zip(requests, ours, etcds, strict=True))
+        if a != b
+    ]
+    assert not diffs, f"{len(diffs)} of {len(requests)} answers differ:\n" + "\n".join(diffs[:5])
