@@ -1,7 +1,8 @@
 """Differential fuzz over gRPC: the same seeded sequence of random KV and lease requests goes
 to a one-member etcd and a one-member raftstore, both started empty, and every answer must be
 the same: status code and message, or the whole response with the member-specific header
-fields (cluster, member, raft term) cleared.
+fields (cluster, member, raft term) cleared; and so must the history left behind, read by a
+watch from the first revision kept.
 
 The requests are drawn from small sets of interesting values (empty, reversed and open
 ranges, negative and future revisions, nested transactions, unknown leases) so that seeds hit the error paths often. Leases get long TTLs only, so that none
@@ -157,7 +158,8 @@ _METHODS: dict[str, tuple[str, Callable[[bytes], Any]]] = {
 }
 
 
-async def _answers(cluster: Cluster, requests: list[tuple[str, Any]]) -> list[str]:
+async def _answers(cluster: Cluster, requests: list[tuple[str, Any]]
+                   ) -> tuple[list[str], list[str]]:
     target = cluster.members[0].client_url.split("//", 1)[-1]
     out = []
     async with grpc.aio.insecure_channel(target) as channel:
@@ -170,7 +172,43 @@ async def _answers(cluster: Cluster, requests: list[tuple[str, Any]]) -> list[st
                 out.append(str(_scrub(await call(req, timeout=10))))
             except grpc.aio.AioRpcError as e:
                 out.append(f"{e.code().name}: {e.details()}")
-    return out
+        history = await _history(channel)
+    return out, history
+
+
+_SENTINEL = b"~end"
+
+
+async def _history(channel: grpc.aio.Channel) -> list[str]:
+    """Every event kept, by a watch of all keys with previous values from revision 1 (or,
+    when that is compacted, from the compacted revision the refusal names), up to a sentinel
+    put last; the refusal itself is part of the answer."""
+    put = channel.unary_unary("/etcdserverpb.KV/Put",
+                              request_serializer=lambda m: m.SerializeToString(),
+                              response_deserializer=pb.PutResponse.FromString)
+    await put(pb.PutRequest(key=_SENTINEL), timeout=10)
+    watch = channel.stream_stream("/etcdserverpb.Watch/Watch",
+                                  request_serializer=lambda m: m.SerializeToString(),
+                                  response_deserializer=pb.WatchResponse.FromString)
+    out: list[str] = []
+    start = 1
+    while True:
+        create = pb.WatchRequest(create_request=pb.WatchCreateRequest(
+            key=b"\0", range_end=b"\0", start_revision=start, prev_kv=True))
+        call = watch(iter([create]), timeout=10)
+        restart = 0
+        async for resp in call:
+            if resp.compact_revision:
+                out.append(f"compacted at {resp.compact_revision}")
+                restart = resp.compact_revision
+                break
+            out.extend(str(ev) for ev in resp.events)
+            if any(ev.kv.key == _SENTINEL for ev in resp.events):
+                break
+        call.cancel()
+        if not restart:
+            return out
+        start = restart
 
 
 # DIFF_FUZZ_FIRST_SEED / DIFF_FUZZ_SEEDS run other or more seeds (60 more passed when written).
@@ -191,10 +229,11 @@ async def test_same_answers_as_etcd(tmp_path: Path, seed: int) -> None:
             answers.append(await _answers(cluster, requests))
         finally:
             cluster.stop()
-    ours, etcds = answers
+    (ours, our_history), (etcds, etcd_history) = answers
     diffs = [
         f"#{i} {method} {str(req).strip()!r}\n  raftstore: {a!r}\n  etcd:      {b!r}"
         for i, ((method, req), a, b) in enumerate(zip(requests, ours, etcds, strict=True))
         if a != b
     ]
     assert not diffs, f"{len(diffs)} of {len(requests)} answers differ:\n" + "\n".join(diffs[:5])
+    assert our_history == etcd_history
