@@ -188,7 +188,7 @@ class _Stream:
         metrics.WATCHERS.inc()
         self._put(self._resp(wid, rev, created=True))
         for batch in _history_batches(self._filter(w, history)):
-            self._put(self._events_resp(w, batch), w)
+            self._put(self._events_resp(w, batch, rev), w)
 
     def cancel(self, wid: int) -> None:
         w = self.watches.pop(wid, None)
@@ -301,10 +301,11 @@ class _Stream:
         self.api.fill(resp.header, rev)
         return resp
 
-    def _events_resp(self, w: _Watch, evs: list[Event]) -> pb.WatchResponse:
-        # header.revision: the revision of the last event (etcd: the store revision when the
-        # events were sent, which is the same for a synced watcher).
-        resp = self._resp(w.id, evs[-1].kv.mod_revision)
+    def _events_resp(self, w: _Watch, evs: list[Event], rev: int = 0) -> pb.WatchResponse:
+        # header.revision: as etcd, the store's revision when the events were sent: for live
+        # events the revision of the last one; for history, ``rev``, the revision the watch
+        # caught up to (etcd's syncWatchers sends its current revision).
+        resp = self._resp(w.id, rev or evs[-1].kv.mod_revision)
         resp.events.extend(event_to_pb(ev, prev_kv=w.prev_kv) for ev in evs)
         return resp
 

@@ -109,9 +109,16 @@ async def test_history_filters_and_deletes(server: Server) -> None:
     try:
         created = await st.create(key=b"h", start_revision=2, prev_kv=True)
         assert created.created and created.header.revision == 4
+        await put(server, b"other", b"x")  # 5
         hist = await st.recv()
         assert [(e.type, e.kv.mod_revision) for e in hist.events] == [
             (PUT, 2), (PUT, 3), (DELETE, 4)]
+        # As etcd's syncWatchers: history carries the store's revision it caught up to
+        # (5), not its last event's (4).
+        s2 = Stream(server)
+        assert (await s2.create(key=b"h", start_revision=2)).header.revision == 5
+        assert (await s2.recv()).header.revision == 5
+        s2.close()
         assert hist.events[2].prev_kv.value == b"2"
         assert hist.events[2].kv.value == b"" and hist.events[2].kv.version == 0
         noput = await st.create(key=b"h", start_revision=2, filters=[W.NOPUT])
