@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import hashlib
 import logging
 import os
@@ -697,6 +698,10 @@ class Replication:
         self.state = state
         self._loop: asyncio.AbstractEventLoop | None = None
         self._snapshot_status = SERIALIZER_STATE.NOT_SERIALIZING
+        # Counts snapshots loaded (at start-up, or received from the leader). A snapshot this
+        # member began writing before one was loaded must not replace it (_commit_snapshot).
+        self._snapshot_gen = 0
+        self._snapshot_lock = threading.Lock()
         self._batch: list[tuple[bytes, asyncio.Future[Any], float]] = []
         # Proposals waiting for the raft thread: (commands, callback(results, err)). Appended
         # by the event loop, drained by the raft thread (deque operations are atomic).
@@ -1056,11 +1061,12 @@ class Replication:
         self._entry_bytes = self._journal.byte_size / entries if entries else 0.0
         self._snapshot_status = SERIALIZER_STATE.SERIALIZING
         threading.Thread(
-            target=self._write_snapshot_file, args=(head, writer), name="snapshot", daemon=True
+            target=self._write_snapshot_file, args=(head, writer, self._snapshot_gen),
+            name="snapshot", daemon=True,
         ).start()
         raise _Backgrounded()
 
-    def _write_snapshot_file(self, head: bytes, writer: Callable[[Any], None]) -> None:
+    def _write_snapshot_file(self, head: bytes, writer: Callable[[Any], None], gen: int) -> None:
         part = self._snapshot_path + ".part"
         started = time.monotonic()
         try:
@@ -1074,7 +1080,10 @@ class Replication:
                 raw.flush()
                 if self.cfg.fsync:
                     os.fsync(raw.fileno())
-            os.replace(part, self._snapshot_path)
+            if not self._commit_snapshot(part, gen):
+                log.info("snapshot dropped: a newer one was installed while it was written")
+                self._snapshot_status = SERIALIZER_STATE.FAILED
+                return
             if self.cfg.fsync:
                 fsync_dir(self.cfg.data_dir)
             size = os.path.getsize(self._snapshot_path)
@@ -1084,6 +1093,21 @@ class Replication:
         except Exception:
             log.exception("snapshot failed")
             self._snapshot_status = SERIALIZER_STATE.FAILED
+
+    def _commit_snapshot(self, part: str, gen: int) -> bool:
+        """Rename the written snapshot over the current one, unless a snapshot was loaded
+        since this one was captured. A follower that receives the leader's snapshot while
+        writing its own loads it and clears its journal; renaming the older state over it
+        afterwards would leave a snapshot behind a journal that starts after it, and a
+        restart would then drop that journal: entries this member acknowledged, lost from
+        its disk. Loading takes the same lock (``_read_snapshot``)."""
+        with self._snapshot_lock:
+            if gen != self._snapshot_gen:
+                with contextlib.suppress(OSError):
+                    os.unlink(part)
+                return False
+            os.replace(part, self._snapshot_path)
+            return True
 
     def _adapt_snapshot_threshold(self, snapshot_bytes: int) -> None:
         """Snapshot again only once the log holds at least half the snapshot's size: writing a
@@ -1104,7 +1128,13 @@ class Replication:
     def _read_snapshot(self, path: str) -> tuple[Any, Any, Any]:
         """Load a snapshot (this member's, at start-up, or one just received from the leader).
         One that is damaged stops the member with a message saying so: pysyncobj would log
-        the failure and go on with an empty state, serving it and never catching up."""
+        the failure and go on with an empty state, serving it and never catching up. A
+        snapshot this member is still writing is dropped (``_commit_snapshot``)."""
+        with self._snapshot_lock:
+            self._snapshot_gen += 1
+            return self._load_snapshot(path)
+
+    def _load_snapshot(self, path: str) -> tuple[Any, Any, Any]:
         try:
             with open(path, "rb") as f:
                 if self.cfg.fsync:

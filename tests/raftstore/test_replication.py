@@ -518,6 +518,72 @@ async def test_restart_between_snapshot_and_log_compaction_keeps_later_entries(
         rep.stop()
 
 
+class GatedCounter(Counter):
+    """A Counter whose snapshot writes wait, once ``gate`` is armed, until it is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.armed = False
+        self.gate = threading.Event()
+        self.writing = threading.Event()
+
+    def snapshot_writer(self):  # type: ignore[no-untyped-def]
+        write = super().snapshot_writer()
+        armed = self.armed
+
+        def gated(f):  # type: ignore[no-untyped-def]
+            if armed:
+                self.writing.set()
+                self.gate.wait(10)
+            write(f)
+
+        return gated
+
+
+async def test_a_snapshot_loaded_while_one_is_written_is_not_replaced_by_it(
+    tmp_path: object,
+) -> None:
+    """A follower can receive and load the leader's snapshot while its own, older one is
+    still being written in the background. The older one must not be renamed over it: the
+    journal was cleared for the loaded one, so a restart would read the older state followed
+    by a journal that starts after it. Here the member loads a snapshot (as it does one
+    received) while its own write is held; the write is then dropped, and the file is still
+    the one loaded."""
+    cfgs, _ = make_cluster(tmp_path, 1, snapshot_count=20)
+    sm = GatedCounter()
+    rep = Replication(cfgs[0], sm)
+    snapshot = os.path.join(cfgs[0].data_dir, "snapshot.msgpack")
+    try:
+        await wait_leader([rep])
+        for i in range(40):
+            await rep.propose(msgpack.packb(i))
+        await _until(lambda: os.path.exists(snapshot))
+        await _until(lambda: rep._snapshot_status == 0)  # NOT_SERIALIZING
+        loaded = open(snapshot, "rb").read()  # noqa: SIM115
+        sm.armed = True
+        for i in range(40, 100):
+            await rep.propose(msgpack.packb(i))
+        assert await asyncio.to_thread(sm.writing.wait, 10)
+        rep._read_snapshot(snapshot)
+        commit = rep._commit_snapshot
+        after: list[tuple[bool, bytes, bool]] = []
+
+        def watched(part: str, gen: int) -> bool:
+            done = commit(part, gen)
+            if not after:  # the held write's outcome; later snapshots are legitimate
+                after.append((done, open(snapshot, "rb").read(),  # noqa: SIM115
+                              os.path.exists(part)))
+            return done
+
+        rep._commit_snapshot = watched  # type: ignore[method-assign]
+        sm.gate.set()
+        await _until(lambda: bool(after))
+        assert after[0] == (False, loaded, False)
+    finally:
+        sm.gate.set()
+        rep.stop()
+
+
 def test_journal_keeps_a_dead_prefix_until_it_is_large(
     tmp_path: object, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
