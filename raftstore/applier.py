@@ -29,7 +29,7 @@ import logging
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO, Final, Protocol, TypeVar
 
 import msgpack
@@ -321,11 +321,14 @@ class EtcdStateMachine:
             # two locked gauge writes per command on every member cost more than they tell.
             return result
 
-    def snapshot_writer(self) -> Callable[[BinaryIO], None]:
+    def capture(self, mark: object = None) -> tuple[Callable[[BinaryIO], None], bool, object]:
         """Capture the state now (cheap: a copy-on-write view of the store, taken under the
         lock) and return a function that writes it later, from any thread, in chunks that let
-        the raft thread keep running. Format: u32 length, msgpack head {v, members}, then the
-        store's own snapshot bytes."""
+        the raft thread keep running; whether that is a delta; and the mark of this capture.
+        Given the mark of an earlier capture, the writer writes only what changed since it
+        (``SnapshotView.write_delta``) when it can: when the store has not been compacted
+        since. Format: u32 length, msgpack head {v, members}, then the store's own snapshot
+        (or delta) bytes."""
         with self.lock:
             view = self.store.snapshot_view()
             head: bytes = msgpack.packb(
@@ -337,29 +340,42 @@ class EtcdStateMachine:
                 },
                 use_bin_type=True,
             )
+        base = None
+        if (isinstance(mark, tuple) and mark[1] == view.compact_rev
+                and view.can_follow(mark[0])):
+            base = int(mark[0])
 
         def write(f: BinaryIO) -> None:
             f.write(struct.pack(">I", len(head)))
             f.write(head)
-            view.write(f)
+            if base is None:
+                view.write(f)
+            else:
+                view.write_delta(f, base)
 
-        return write
+        return write, base is not None, (view.rev, view.compact_rev)
+
+    def mark(self) -> object:
+        """The mark ``capture`` would give now (after a ``restore``: of the state restored)."""
+        with self.lock:
+            return (self.store.rev, self.store.compact_rev)
+
+    def snapshot_writer(self) -> Callable[[BinaryIO], None]:
+        """``capture``'s writer of the whole state."""
+        return self.capture()[0]
 
     def snapshot(self) -> bytes:
         buf = io.BytesIO()
         self.snapshot_writer()(buf)
         return buf.getvalue()
 
-    def restore(self, data: bytes) -> None:
-        try:
-            (n,) = struct.unpack_from(">I", data, 0)
-            state = msgpack.unpackb(data[4 : 4 + n], raw=False)
-        except (struct.error, ValueError, msgpack.ExtraData, msgpack.FormatError):
-            raise ValueError("raftstore: unreadable state machine snapshot") from None
-        if not isinstance(state, dict) or state.get("v") != SNAPSHOT_VERSION:
-            raise ValueError("raftstore: unknown state machine snapshot format")
+    def restore(self, data: bytes, deltas: Sequence[bytes] = ()) -> None:
+        """Replace the whole state with a ``snapshot``, followed by ``deltas`` written by
+        ``capture`` (each over the state the ones before it give)."""
+        frames = [_split_head(d) for d in (data, *deltas)]
+        state = frames[-1][0]
         with self.lock:
-            self.store.restore(data[4 + n :])
+            self.store.restore(frames[0][1], [body for _, body in frames[1:]])
             self._members = {
                 int(mid): (str(name), [str(u) for u in urls])
                 for mid, name, urls in state["members"]
@@ -574,3 +590,15 @@ class EtcdStateMachine:
                 self._txn_ops(txn, op.request_txn, path, out.response_txn)
                 out.response_txn.header.SetInParent()
             # An empty RequestOp gets an empty ResponseOp, as etcd.
+
+
+def _split_head(data: bytes) -> tuple[dict[str, Any], bytes]:
+    """A state machine snapshot's head and the store's bytes after it."""
+    try:
+        (n,) = struct.unpack_from(">I", data, 0)
+        state = msgpack.unpackb(data[4 : 4 + n], raw=False)
+    except (struct.error, ValueError, msgpack.ExtraData, msgpack.FormatError):
+        raise ValueError("raftstore: unreadable state machine snapshot") from None
+    if not isinstance(state, dict) or state.get("v") != SNAPSHOT_VERSION:
+        raise ValueError("raftstore: unknown state machine snapshot format")
+    return state, data[4 + n :]

@@ -41,6 +41,7 @@ import asyncio
 import collections
 import contextlib
 import hashlib
+import io
 import logging
 import os
 import pickle
@@ -66,6 +67,7 @@ from pysyncobj.transport import TCPTransport
 
 from raftstore import journal as journal_mod
 from raftstore import metrics
+from raftstore import snapshot_file as sf
 from raftstore.consensus import (
     ConsensusError,
     LeaderTransferTimeout,
@@ -313,8 +315,24 @@ class _SteadyWriter:
 _Summing = journal_mod.CrcWriter
 
 
-SNAPSHOT_TRAILER: Final = struct.Struct(">4sI")  # b"CRC1", CRC-32 of all bytes before it
-_TRAILER_MAGIC: Final = b"CRC1"
+
+
+# A full snapshot replaces the deltas once they are this many frames, or as large as it is.
+_MAX_FRAMES: Final = 256
+
+
+@dataclass(frozen=True, slots=True)
+class _Frames:
+    """What the snapshot file holds: ``mark`` of the state at its last frame (the state
+    machine's, for a delta that follows it), the file's inode, the offset after its last
+    frame, how many frames, the size of the full first frame and of the deltas after it."""
+
+    mark: object
+    ino: int
+    end: int
+    frames: int
+    full_bytes: int
+    delta_bytes: int
 
 
 class _Backgrounded(Exception):
@@ -781,6 +799,9 @@ class Replication:
         )
         self._snapshot_floor = int(conf.logCompactionMinEntries)
         self._entry_bytes = 0.0
+        # What the snapshot file holds, for appending a delta to it; None when it cannot be
+        # (no file yet, or one written before deltas). Set under the snapshot lock.
+        self._frame: _Frames | None = None
         others = [addr for name, addr in cfg.peers.items() if name != cfg.name]
         self._node = _RaftNode(self, cfg.self_peer, others, conf, self._journal)
         self._waker = PipeNotifier(self._node._poller)
@@ -1041,52 +1062,66 @@ class Replication:
     # file over the snapshot. Encoding a large state takes long enough to stall elections, so the
     # serializer only captures a copy-on-write view and hands the writing to a thread; it then
     # raises ``_Backgrounded`` so pysyncobj skips its rename, and the serialize checker reports
-    # progress until the thread has written, fsynced and renamed the file itself. pysyncobj drops
-    # the log only after the checker reports success, so the log is never ahead of the snapshot.
+    # progress until the thread has written, fsynced and renamed (or appended) the file itself.
+    # pysyncobj drops the log only after the checker reports success, so the log is never ahead
+    # of the snapshot. It sends no snapshot to a follower while one is being written.
     #
-    # File layout: u32 length, msgpack head {entries, cluster}, then the state machine's bytes.
+    # File layout: sf.py. A state machine that can (``capture``) writes a delta of
+    # what changed since the file's last frame, appended to the file, instead of the whole state.
 
     def _write_snapshot(self, tmp_path: str, data: Any) -> None:
         last, prev, cluster = data
-        head = msgpack.packb(
-            {
-                "entries": [list(last), list(prev)],
-                "cluster": sorted(getattr(n, "address", str(n)) for n in cluster),
-                "crc32": True,  # a SNAPSHOT_TRAILER ends the file
-            },
-            use_bin_type=True,
-        )
-        writer = self.state.snapshot_writer()
+        head = sf.encode_head(
+            [list(last), list(prev)], sorted(getattr(n, "address", str(n)) for n in cluster))
+        frame = self._frame
+        capture = getattr(self.state, "capture", None)
+        if capture is None:
+            writer, delta, mark = self.state.snapshot_writer(), False, None
+        else:
+            chain_ok = (frame is not None and frame.frames < _MAX_FRAMES
+                        and frame.delta_bytes < frame.full_bytes)
+            writer, delta, mark = capture(frame.mark if frame is not None and chain_ok else None)
         entries = len(self._journal)
         self._entry_bytes = self._journal.byte_size / entries if entries else 0.0
         self._snapshot_status = SERIALIZER_STATE.SERIALIZING
-        threading.Thread(
-            target=self._write_snapshot_file, args=(head, writer, self._snapshot_gen),
-            name="snapshot", daemon=True,
-        ).start()
+        if delta:
+            assert frame is not None
+            target: Callable[..., None] = self._append_snapshot_frame
+            args: tuple[Any, ...] = (head, writer, mark, frame, self._snapshot_gen)
+        else:
+            target, args = self._write_snapshot_file, (head, writer, mark, self._snapshot_gen)
+        threading.Thread(target=target, args=args, name="snapshot", daemon=True).start()
         raise _Backgrounded()
 
-    def _write_snapshot_file(self, head: bytes, writer: Callable[[Any], None], gen: int) -> None:
+    def _write_snapshot_file(self, head: bytes, writer: Callable[[Any], None], mark: object,
+                             gen: int) -> None:
+        """Write the whole state as the one frame of a new file, then rename it over the
+        snapshot (``_commit_snapshot``)."""
         part = self._snapshot_path + ".part"
         started = time.monotonic()
         try:
             with open(part, "wb") as raw:
                 steady = _SteadyWriter(raw, self.cfg.fsync)
                 f = _Summing(steady)
-                f.write(struct.pack(">I", len(head)))
+                f.write(sf.HEAD_LEN.pack(len(head)))
                 f.write(head)
+                steady.write(sf.BODY_LEN.pack(0))  # filled in below, outside the CRC
+                body_at = raw.tell()
                 writer(f)
-                steady.write(SNAPSHOT_TRAILER.pack(_TRAILER_MAGIC, f.crc))
+                body = raw.tell() - body_at
+                steady.write(sf.TRAILER.pack(sf.MAGIC, f.crc))
                 raw.flush()
+                os.pwrite(raw.fileno(), sf.BODY_LEN.pack(body), sf.HEAD_LEN.size + len(head))
                 if self.cfg.fsync:
                     os.fsync(raw.fileno())
-            if not self._commit_snapshot(part, gen):
+                size = raw.tell()
+                ino = os.fstat(raw.fileno()).st_ino
+            if not self._commit_snapshot(part, gen, _Frames(mark, ino, size, 1, size, 0)):
                 log.info("snapshot dropped: a newer one was installed while it was written")
                 self._snapshot_status = SERIALIZER_STATE.FAILED
                 return
             if self.cfg.fsync:
                 fsync_dir(self.cfg.data_dir)
-            size = os.path.getsize(self._snapshot_path)
             self._adapt_snapshot_threshold(size)
             self._snapshot_status = SERIALIZER_STATE.SUCCESS
             log.info("snapshot written (%d bytes, %.3fs)", size, time.monotonic() - started)
@@ -1094,7 +1129,7 @@ class Replication:
             log.exception("snapshot failed")
             self._snapshot_status = SERIALIZER_STATE.FAILED
 
-    def _commit_snapshot(self, part: str, gen: int) -> bool:
+    def _commit_snapshot(self, part: str, gen: int, frames: _Frames | None = None) -> bool:
         """Rename the written snapshot over the current one, unless a snapshot was loaded
         since this one was captured. A follower that receives the leader's snapshot while
         writing its own loads it and clears its journal; renaming the older state over it
@@ -1107,7 +1142,64 @@ class Replication:
                     os.unlink(part)
                 return False
             os.replace(part, self._snapshot_path)
+            self._frame = frames
             return True
+
+    def _append_snapshot_frame(self, head: bytes, writer: Callable[[Any], None], mark: object,
+                               frame: _Frames, gen: int) -> None:
+        """Append a delta frame to the snapshot file. It is packed in memory first, then
+        written and synced under the snapshot lock, and only if the file is still the one
+        ``frame`` describes: no snapshot was loaded since the capture (see
+        ``_commit_snapshot``), and the path still names the same file. pysyncobj renames a
+        snapshot received from the leader over it before it loads it; appending to the file
+        it replaced would leave the new one without the frame and this member believing
+        otherwise."""
+        started = time.monotonic()
+        try:
+            buf = io.BytesIO()
+            writer(buf)
+            data = sf.encode_frame(head, buf.getvalue())
+            del buf
+            with self._snapshot_lock:
+                if gen != self._snapshot_gen or self._frame is not frame:
+                    appended = False
+                else:
+                    appended = self._append_frame_locked(frame, data, mark)
+            if not appended:
+                log.info("snapshot delta dropped: a newer snapshot was installed meanwhile")
+                self._snapshot_status = SERIALIZER_STATE.FAILED
+                return
+            self._node._getConf().logCompactionMinEntries = self._snapshot_floor
+            self._snapshot_status = SERIALIZER_STATE.SUCCESS
+            log.info("snapshot delta appended (%d bytes, %d frames, %.3fs)", len(data),
+                     frame.frames + 1, time.monotonic() - started)
+        except Exception:
+            log.exception("snapshot delta failed")
+            self._snapshot_status = SERIALIZER_STATE.FAILED
+
+    def _append_frame_locked(self, frame: _Frames, data: bytes, mark: object) -> bool:
+        try:
+            fd = os.open(self._snapshot_path, os.O_WRONLY)
+        except FileNotFoundError:
+            return False
+        try:
+            if os.fstat(fd).st_ino != frame.ino:
+                return False
+            # Bytes after the last frame (none, unless a write failed half-way) are cut off.
+            os.ftruncate(fd, frame.end)
+            view = memoryview(data)
+            pos = frame.end
+            while view:
+                n = os.pwrite(fd, view, pos)
+                view = view[n:]
+                pos += n
+            if self.cfg.fsync:
+                os.fdatasync(fd)
+        finally:
+            os.close(fd)
+        self._frame = _Frames(mark, frame.ino, frame.end + len(data), frame.frames + 1,
+                              frame.full_bytes, frame.delta_bytes + len(data))
+        return True
 
     def _adapt_snapshot_threshold(self, snapshot_bytes: int) -> None:
         """Snapshot again only once the log holds at least half the snapshot's size: writing a
@@ -1140,17 +1232,20 @@ class Replication:
                 if self.cfg.fsync:
                     os.fsync(f.fileno())  # it may be a snapshot just received from the leader
                 data = f.read()
+                ino = os.fstat(f.fileno()).st_ino
             if self.cfg.fsync:
                 fsync_dir(os.path.dirname(os.path.abspath(path)))
-            (n,) = struct.unpack_from(">I", data, 0)
-            head = msgpack.unpackb(data[4 : 4 + n], raw=False)
-            end = len(data)
-            if head.get("crc32"):
-                end -= SNAPSHOT_TRAILER.size
-                magic, crc = SNAPSHOT_TRAILER.unpack_from(data, max(end, 0))
-                if end < 4 + n or magic != _TRAILER_MAGIC or zlib.crc32(data[:end]) != crc:
-                    raise ValueError("checksum mismatch (damaged or cut short)")
-            self.state.restore(data[4 + n : end])
+            parsed = sf.parse(data)
+            del data
+            frames = parsed.frames
+            last, prev = (tuple(e) for e in frames[-1].head["entries"])
+            if parsed.torn:
+                self._drop_torn_frame(path, parsed.end, prev, last)
+            if len(frames) == 1:
+                self.state.restore(frames[0].body)
+            else:
+                restore: Any = self.state.restore
+                restore(frames[0].body, [fr.body for fr in frames[1:]])
         except Exception as e:  # noqa: BLE001 - any failure to read it is damage
             journal_mod.on_fatal(
                 f"loading the snapshot {path} ({e}); restore it, or "
@@ -1158,10 +1253,38 @@ class Replication:
                 "--initial-cluster-state=existing, to have it fetch the state from the "
                 "leader", e)
             raise
-        last, prev = (tuple(e) for e in head["entries"])
+        mark = getattr(self.state, "mark", None)
+        first = frames[0].end
+        self._frame = (
+            _Frames(mark(), ino, parsed.end, len(frames), first, parsed.end - first)
+            if parsed.chained and mark is not None else None)
         self._cut_journal_at(prev, last)
-        cluster = {_pso.TCPNode(a) for a in head["cluster"]}
+        cluster = {_pso.TCPNode(a) for a in frames[-1].head["cluster"]}
         return last, prev, cluster
+
+    def _drop_torn_frame(self, path: str, end: int, prev: tuple[Any, ...],
+                         last: tuple[Any, ...]) -> None:
+        """The snapshot file goes on after its last readable frame: a frame cut short by a
+        crash while it was appended, or damage. The state of the frames before it is enough
+        only when this member's journal still holds every entry after them: the journal is
+        cut only once a frame is on disk, so after such a crash it still reaches back to the
+        frame before. A snapshot just received from the leader needs no journal (the leader
+        sends what follows). The unreadable bytes are cut off, so that frames appended later
+        follow a readable one."""
+        # pysyncobj loads this member's own snapshot in its first tick, with this flag still
+        # set; any snapshot loaded later was received from the leader.
+        if getattr(self._node, "_SyncObj__needLoadDumpFile", False):
+            journal = self._journal
+            first = int(journal[0][1]) if len(journal) else None
+            if first is None or first > int(prev[1]) or first + len(journal) <= int(last[1]):
+                raise ValueError(
+                    f"a frame after entry {last[1]} cannot be read, and the journal does not "
+                    "hold the entries after that frame")
+        log.warning("snapshot %s: cutting off an unreadable last frame at byte %d", path, end)
+        with open(path, "r+b") as f:
+            f.truncate(end)
+            if self.cfg.fsync:
+                os.fsync(f.fileno())
 
     def _cut_journal_at(self, prev: tuple[Any, ...], last: tuple[Any, ...]) -> None:
         """pysyncobj keeps the journal only if it starts with the snapshot's last two entries

@@ -25,8 +25,8 @@ from __future__ import annotations
 import io
 import struct
 import zlib
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 import msgpack
 
@@ -269,32 +269,74 @@ class KVStore:
         self._capture(shared=False).write(buf)
         return buf.getvalue()
 
-    def restore(self, data: bytes) -> None:
-        state = msgpack.unpackb(data, raw=False, use_list=True)
-        if not isinstance(state, dict) or state.get("format") != SNAPSHOT_FORMAT:
-            raise ValueError("mvcc: unknown snapshot format")
+    def restore(self, data: bytes, deltas: Sequence[bytes] = ()) -> None:
+        """Replace the whole state with a ``snapshot`` followed by ``deltas``, each written by
+        ``SnapshotView.write_delta`` over the state the ones before it give. Raises
+        ValueError, leaving the store as it was, for a snapshot it cannot read or a delta
+        that does not follow."""
+        state = _unpack_snapshot(data)
         index: dict[bytes, KeyIndex] = {}
+        epoch = self.view_epoch
         for key, versions in state["kvs"]:
-            ki = KeyIndex(epoch=self.view_epoch)
-            ki.revs = [
-                KeyValue(
-                    key=key, create_revision=create, mod_revision=mod, version=version,
-                    value=value, lease=lease,
-                )
-                for mod, create, version, value, lease in versions
-            ]
+            ki = KeyIndex(epoch=epoch)
+            ki.revs = _key_values(key, versions)
             index[key] = ki
+        rev = int(state["rev"])
+        compact_rev = int(state["compact_rev"])
+        log_start = int(state["log_start"])
+        log = [_log_entry(e) for e in state["log"]]
+        leases = state["leases"]
+        for n, delta in enumerate(deltas, 1):
+            d = _unpack_snapshot(delta)
+            if d.get("base_rev") != rev or d.get("compact_rev") != compact_rev:
+                raise ValueError(
+                    f"mvcc: snapshot delta {n} applies to revision {d.get('base_rev')} "
+                    f"(compacted at {d.get('compact_rev')}), not {rev} ({compact_rev})")
+            for key, versions in d["kvs"]:
+                kvs = _key_values(key, versions)
+                if not kvs:
+                    raise ValueError(f"mvcc: snapshot delta {n} names a key without versions")
+                old = index.get(key)
+                if old is None:
+                    index[key] = old = KeyIndex(epoch=epoch)
+                elif old.revs and kvs[0].mod_revision <= old.revs[-1].mod_revision:
+                    raise ValueError(f"mvcc: snapshot delta {n} rewrites a version")
+                old.revs.extend(kvs)
+            log.extend(_log_entry(e) for e in d["log"])
+            rev = int(d["rev"])
+            leases = d["leases"]
+        if len(log) != rev + 1 - log_start:
+            raise ValueError("mvcc: snapshot log does not cover its revisions")
         self.index = index
         self.keys = SortedKeys(sorted(index))
-        self._rev = int(state["rev"])
-        self._compact_rev = int(state["compact_rev"])
-        self.log_start = int(state["log_start"])
-        self.log = [
-            None if not e else e[0] if len(e) == 1 else tuple(e) for e in state["log"]
-        ]
-        self.lessor.load(state["leases"])
+        self._rev = rev
+        self._compact_rev = compact_rev
+        self.log_start = log_start
+        self.log = log
+        self.lessor.load(leases)
         self.watchers.after_restore(self)
 
+
+def _unpack_snapshot(data: bytes) -> dict[str, Any]:
+    try:
+        state = msgpack.unpackb(data, raw=False, use_list=True)
+    except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError):
+        raise ValueError("mvcc: unreadable snapshot") from None
+    if not isinstance(state, dict) or state.get("format") != SNAPSHOT_FORMAT:
+        raise ValueError("mvcc: unknown snapshot format")
+    return state
+
+
+def _key_values(key: bytes, versions: list[list[Any]]) -> list[KeyValue]:
+    return [
+        KeyValue(key=key, create_revision=create, mod_revision=mod, version=version,
+                 value=value, lease=lease)
+        for mod, create, version, value, lease in versions
+    ]
+
+
+def _log_entry(e: list[bytes]) -> LogEntry:
+    return None if not e else e[0] if len(e) == 1 else tuple(e)
 
 if TYPE_CHECKING:  # mypy proves the classes satisfy the boundary Protocols
 

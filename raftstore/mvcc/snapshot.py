@@ -97,45 +97,111 @@ class SnapshotView:
     def write(self, f: BinaryIO) -> None:
         """Write the snapshot's msgpack bytes to ``f`` in batches, yielding the GIL after
         each one. Safe in any thread, any number of times."""
-        packer = msgpack.Packer(use_bin_type=True, autoreset=False)
-        pack = packer.pack
+        out = _BatchWriter(f)
+        out.packer.pack_map_header(7)
+        out.pack("format")
+        out.pack(SNAPSHOT_FORMAT)
+        out.pack("rev")
+        out.pack(self.rev)
+        out.pack("compact_rev")
+        out.pack(self.compact_rev)
+        out.pack("kvs")
+        out.versions(self._index, chain.from_iterable(self._key_chunks), self._key_count, 0)
+        out.pack("log_start")
+        out.pack(self.log_start)
+        out.pack("log")
+        out.log(self._log)
+        out.pack("leases")
+        out.leases(self._leases)
 
-        def flush() -> None:
-            f.write(packer.bytes())
-            packer.reset()
+    def can_follow(self, base_rev: int) -> bool:
+        """Whether ``write_delta(f, base_rev)`` can be written: the view still logs every
+        revision after ``base_rev`` (no compaction trimmed them) and is not behind it."""
+        return self.log_start - 1 <= base_rev <= self.rev
+
+    def write_delta(self, f: BinaryIO, base_rev: int) -> None:
+        """Write what changed after ``base_rev`` (an earlier capture of the same store, with
+        the same compacted revision: see ``can_follow``), in batches as ``write`` does: each
+        key the log names after ``base_rev`` with its versions above it, the log entries
+        after it, and the whole lease table. ``KVStore.restore`` applies it on top of the
+        state at ``base_rev``. Format (a map, keys in this order):
+
+            format       SNAPSHOT_FORMAT
+            base_rev     the revision of the state this applies to
+            rev          the store's revision
+            compact_rev  the last compacted revision (unchanged since base_rev)
+            kvs          [[key, [version, ...]], ...] as in ``write``, versions > base_rev
+            log          [[key, ...], ...] the keys changed at each revision after base_rev
+            leases       as in ``write``
+        """
+        log = self._log[base_rev + 1 - self.log_start :]
+        changed: set[bytes] = set()
+        for lo in range(0, len(log), _LOG_PER_BATCH):
+            for e in log[lo : lo + _LOG_PER_BATCH]:
+                if isinstance(e, bytes):
+                    changed.add(e)
+                elif e:
+                    changed.update(e)
             _yield()
+        out = _BatchWriter(f)
+        out.packer.pack_map_header(7)
+        out.pack("format")
+        out.pack(SNAPSHOT_FORMAT)
+        out.pack("base_rev")
+        out.pack(base_rev)
+        out.pack("rev")
+        out.pack(self.rev)
+        out.pack("compact_rev")
+        out.pack(self.compact_rev)
+        out.pack("kvs")
+        out.versions(self._index, chain.from_iterable(_sorted_batches(changed)), len(changed),
+                     base_rev)
+        out.pack("log")
+        out.log(log)
+        out.pack("leases")
+        out.leases(self._leases)
 
-        packer.pack_map_header(7)
-        pack("format")
-        pack(SNAPSHOT_FORMAT)
-        pack("rev")
-        pack(self.rev)
-        pack("compact_rev")
-        pack(self.compact_rev)
 
-        pack("kvs")
-        index = self._index
-        packer.pack_array_header(self._key_count)
-        keys = chain.from_iterable(self._key_chunks)
+class _BatchWriter:
+    """A msgpack stream to a file, written one batch at a time with a GIL yield after each."""
+
+    __slots__ = ("_f", "packer", "pack")
+
+    def __init__(self, f: BinaryIO) -> None:
+        self._f = f
+        self.packer = msgpack.Packer(use_bin_type=True, autoreset=False)
+        self.pack = self.packer.pack
+
+    def flush(self) -> None:
+        self._f.write(self.packer.bytes())
+        self.packer.reset()
+        _yield()
+
+    def versions(self, index: dict[bytes, KeyIndex], keys: Iterator[bytes], count: int,
+                 above: int) -> None:
+        """``count`` keys (``keys``, ascending), each with its versions of mod_revision above
+        ``above`` as [mod_revision, create_revision, version, value, lease] rows."""
+        pack = self.pack
+        self.packer.pack_array_header(count)
         while batch := list(islice(keys, _KEYS_PER_BATCH)):
             size = 0
             for key in batch:
                 row = []
-                for kv in index[key].revs:
+                ki = index[key]
+                for kv in ki.since(above) if above else ki.revs:
                     value = kv.value
                     size += len(value)
                     row.append([kv.mod_revision, kv.create_revision, kv.version, value,
                                 kv.lease])
                 pack([key, row])
                 if size >= _BYTES_PER_BATCH:
-                    flush()
+                    self.flush()
                     size = 0
-            flush()
+            self.flush()
 
-        pack("log_start")
-        pack(self.log_start)
-        pack("log")
-        log = self._log
+    def log(self, log: list[LogEntry]) -> None:
+        packer = self.packer
+        pack = self.pack
         packer.pack_array_header(len(log))
         for lo in range(0, len(log), _LOG_PER_BATCH):
             for e in log[lo : lo + _LOG_PER_BATCH]:
@@ -148,11 +214,13 @@ class SnapshotView:
                     pack(e)
                 else:
                     pack(e)
-            flush()
+            self.flush()
 
-        pack("leases")
-        packer.pack_array_header(len(self._leases))
-        for lease_id, ttl, lease_keys in self._leases:
+    def leases(self, leases: Sequence[tuple[int, int, Set[bytes]]]) -> None:
+        packer = self.packer
+        pack = self.pack
+        packer.pack_array_header(len(leases))
+        for lease_id, ttl, lease_keys in leases:
             packer.pack_array_header(3)
             pack(lease_id)
             pack(ttl)
@@ -160,8 +228,8 @@ class SnapshotView:
             for batch in _sorted_batches(lease_keys):
                 for key in batch:
                     pack(key)
-                flush()
-        flush()
+                self.flush()
+        self.flush()
 
 
 def _sorted_batches(keys: Set[bytes]) -> Iterator[list[bytes]]:

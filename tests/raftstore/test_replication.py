@@ -568,8 +568,8 @@ async def test_a_snapshot_loaded_while_one_is_written_is_not_replaced_by_it(
         commit = rep._commit_snapshot
         after: list[tuple[bool, bytes, bool]] = []
 
-        def watched(part: str, gen: int) -> bool:
-            done = commit(part, gen)
+        def watched(part: str, gen: int, *rest: object) -> bool:
+            done = commit(part, gen, *rest)
             if not after:  # the held write's outcome; later snapshots are legitimate
                 after.append((done, open(snapshot, "rb").read(),  # noqa: SIM115
                               os.path.exists(part)))
