@@ -1122,7 +1122,10 @@ class Replication:
                 return
             if self.cfg.fsync:
                 fsync_dir(self.cfg.data_dir)
-            self._adapt_snapshot_threshold(size)
+            if mark is None:
+                self._adapt_snapshot_threshold(size)
+            else:  # deltas follow: each as small as --snapshot-count entries make it
+                self._node._getConf().logCompactionMinEntries = self._snapshot_floor
             self._snapshot_status = SERIALIZER_STATE.SUCCESS
             log.info("snapshot written (%d bytes, %.3fs)", size, time.monotonic() - started)
         except Exception:
@@ -1202,10 +1205,12 @@ class Replication:
         return True
 
     def _adapt_snapshot_threshold(self, snapshot_bytes: int) -> None:
-        """Snapshot again only once the log holds at least half the snapshot's size: writing a
-        large state every ``--snapshot-count`` entries would cost more disk bandwidth than the
-        writes themselves. This bounds snapshot traffic at about twice the write traffic, and
-        the log kept in memory at about half the state."""
+        """For a state machine that cannot write deltas: snapshot again only once the log holds
+        at least half the snapshot's size, since writing a large state every
+        ``--snapshot-count`` entries would cost more disk bandwidth than the writes themselves.
+        This bounds snapshot traffic at about twice the write traffic, and the log kept in
+        memory at about half the state. (With deltas, a full frame is written again once the
+        deltas after it are as large as it is: the same bound on traffic.)"""
         base = self._node._getConf()
         floor = self._snapshot_floor
         if self._entry_bytes > 0:
