@@ -82,7 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(p, "peer-password-file",
           help="file holding the shared secret that authenticates and encrypts peer traffic; "
           "required when a peer URL is not loopback")
-    _flag(p, "snapshot-count", default="10000", help="log entries between snapshots")
+    _flag(p, "snapshot-count", default="10000",
+          help="requests applied between snapshots (log entries, for a state without deltas)")
     _flag(p, "listen-metrics-urls", default="",
           help="comma-separated URLs serving /health and /metrics")
     _flag(p, "unsafe-no-fsync", action="store_true",

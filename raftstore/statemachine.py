@@ -27,4 +27,11 @@ class StateMachine(Protocol):
         later from another thread while applies go on."""
 
     def restore(self, data: bytes) -> None:
-        """Replace the whole state with a ``snapshot``."""
+        """Replace the whole state with a ``snapshot``.
+
+        A state machine may also offer deltas (raftstore/applier.py ``EtcdStateMachine``):
+        ``capture(mark)`` returns a writer of the changes since the capture that gave
+        ``mark`` (or of the whole state, when it cannot), whether it is a delta, and this
+        capture's mark; ``mark()`` the mark of the state as it is; and
+        ``restore(data, deltas)`` takes the snapshot followed by deltas. Replication then
+        appends deltas to its snapshot file instead of rewriting it (snapshot_file.py)."""

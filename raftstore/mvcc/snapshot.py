@@ -28,6 +28,11 @@ Format (a map, keys in this order):
     log_start    revision of log[0]
     log          [[key, ...], ...] the keys changed at each revision from log_start
     leases       [[id, ttl, [key, ...]], ...] by id, keys ascending
+
+``SnapshotView.write_delta(f, base_rev)`` writes only what changed after an earlier capture
+(format in its doc), which ``KVStore.restore`` applies after the full snapshot: the snapshot
+file of a raftstore member is a full snapshot followed by such deltas (raftstore's
+snapshot_file.py).
 """
 
 from __future__ import annotations
