@@ -271,7 +271,7 @@ async def grpc_phases(cluster: Cluster, plan: Plan, log: Callable[[str], None]) 
 
 def run_series(label: str, cluster: Cluster, plan: Plan, skip_perf: bool) -> dict[str, Any]:
     def log(msg: str) -> None:
-        print(f"  [{label}] {msg}", file=sys.stderr, flush=True)
+        print(f"  [{label}] {time.strftime('%H:%M:%S')} {msg}", file=sys.stderr, flush=True)
 
     result: dict[str, Any] = {"label": label, "kind": cluster.kind,
                               "durability": cluster.durability}

@@ -321,14 +321,15 @@ class EtcdStateMachine:
             # two locked gauge writes per command on every member cost more than they tell.
             return result
 
-    def capture(self, mark: object = None) -> tuple[Callable[[BinaryIO], None], bool, object]:
+    def capture(self, mark: object = None) -> tuple[Callable[[BinaryIO], int], bool, object]:
         """Capture the state now (cheap: a copy-on-write view of the store, taken under the
         lock) and return a function that writes it later, from any thread, in chunks that let
         the raft thread keep running; whether that is a delta; and the mark of this capture.
         Given the mark of an earlier capture, the writer writes only what changed since it
         (``SnapshotView.write_delta``) when it can: when the store has not been compacted
-        since. Format: u32 length, msgpack head {v, members}, then the store's own snapshot
-        (or delta) bytes."""
+        since. The writer returns how many of the bytes it wrote repeat what earlier frames
+        hold (a delta's head and lease table; 0 for the whole state). Format: u32 length,
+        msgpack head {v, members}, then the store's own snapshot (or delta) bytes."""
         with self.lock:
             view = self.store.snapshot_view()
             head: bytes = msgpack.packb(
@@ -345,13 +346,13 @@ class EtcdStateMachine:
                 and view.can_follow(mark[0])):
             base = int(mark[0])
 
-        def write(f: BinaryIO) -> None:
+        def write(f: BinaryIO) -> int:
             f.write(struct.pack(">I", len(head)))
             f.write(head)
             if base is None:
                 view.write(f)
-            else:
-                view.write_delta(f, base)
+                return 0
+            return 4 + len(head) + view.write_delta(f, base)
 
         return write, base is not None, (view.rev, view.compact_rev)
 
@@ -360,7 +361,7 @@ class EtcdStateMachine:
         with self.lock:
             return (self.store.rev, self.store.compact_rev)
 
-    def snapshot_writer(self) -> Callable[[BinaryIO], None]:
+    def snapshot_writer(self) -> Callable[[BinaryIO], object]:
         """``capture``'s writer of the whole state."""
         return self.capture()[0]
 

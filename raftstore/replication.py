@@ -318,22 +318,25 @@ _Summing = journal_mod.CrcWriter
 
 
 
-# A full snapshot replaces the deltas once they are this many frames, or as large as it is.
-_MAX_FRAMES: Final = 256
+# A full snapshot replaces the deltas once they are this many frames (each costs a little at
+# start-up), or once what they repeat of each other (the lease table, written whole in each)
+# is as large as half the full frame.
+_MAX_FRAMES: Final = 64
 
 
 @dataclass(frozen=True, slots=True)
 class _Frames:
     """What the snapshot file holds: ``mark`` of the state at its last frame (the state
     machine's, for a delta that follows it), the file's inode, the offset after its last
-    frame, how many frames, the size of the full first frame and of the deltas after it."""
+    frame, how many frames, the size of the full first frame, and how many bytes of the deltas
+    after it repeat what earlier frames hold."""
 
     mark: object
     ino: int
     end: int
     frames: int
     full_bytes: int
-    delta_bytes: int
+    repeated_bytes: int
 
 
 class _Backgrounded(Exception):
@@ -1085,30 +1088,32 @@ class Replication:
 
     def _write_snapshot(self, tmp_path: str, data: Any) -> None:
         last, prev, cluster = data
-        head = sf.encode_head(
-            [list(last), list(prev)], sorted(getattr(n, "address", str(n)) for n in cluster))
+        entries = [list(last), list(prev)]
+        addresses = sorted(getattr(n, "address", str(n)) for n in cluster)
         frame = self._frame
         capture = getattr(self.state, "capture", None)
         if capture is None:
             writer, delta, mark = self.state.snapshot_writer(), False, None
         else:
             chain_ok = (frame is not None and frame.frames < _MAX_FRAMES
-                        and frame.delta_bytes < frame.full_bytes)
+                        and frame.repeated_bytes < frame.full_bytes // 2)
             writer, delta, mark = capture(frame.mark if frame is not None and chain_ok else None)
-        entries = len(self._journal)
-        self._entry_bytes = self._journal.byte_size / entries if entries else 0.0
+        held = len(self._journal)
+        self._entry_bytes = self._journal.byte_size / held if held else 0.0
         self._applied_since_snapshot = 0
         self._snapshot_status = SERIALIZER_STATE.SERIALIZING
         if delta:
             assert frame is not None
             target: Callable[..., None] = self._append_snapshot_frame
-            args: tuple[Any, ...] = (head, writer, mark, frame, self._snapshot_gen)
+            args: tuple[Any, ...] = (entries, addresses, writer, mark, frame,
+                                     self._snapshot_gen)
         else:
-            target, args = self._write_snapshot_file, (head, writer, mark, self._snapshot_gen)
+            target = self._write_snapshot_file
+            args = (sf.encode_head(entries, addresses), writer, mark, self._snapshot_gen)
         threading.Thread(target=target, args=args, name="snapshot", daemon=True).start()
         raise _Backgrounded()
 
-    def _write_snapshot_file(self, head: bytes, writer: Callable[[Any], None], mark: object,
+    def _write_snapshot_file(self, head: bytes, writer: Callable[[Any], Any], mark: object,
                              gen: int) -> None:
         """Write the whole state as the one frame of a new file, then rename it over the
         snapshot (``_commit_snapshot``)."""
@@ -1163,8 +1168,9 @@ class Replication:
             self._frame = frames
             return True
 
-    def _append_snapshot_frame(self, head: bytes, writer: Callable[[Any], None], mark: object,
-                               frame: _Frames, gen: int) -> None:
+    def _append_snapshot_frame(self, entries: list[list[Any]], addresses: list[str],
+                               writer: Callable[[Any], int], mark: object, frame: _Frames,
+                               gen: int) -> None:
         """Append a delta frame to the snapshot file. It is packed in memory first, then
         written and synced under the snapshot lock, and only if the file is still the one
         ``frame`` describes: no snapshot was loaded since the capture (see
@@ -1175,14 +1181,19 @@ class Replication:
         started = time.monotonic()
         try:
             buf = io.BytesIO()
-            writer(buf)
-            data = sf.encode_frame(head, buf.getvalue())
+            repeated = writer(buf) or 0
+            body = buf.getvalue()
             del buf
+            # The frame's head records what it repeats (with its own head and trailer, about
+            # 150 bytes), for a restart to count it too.
+            repeated += 150
+            data = sf.encode_frame(sf.encode_head(entries, addresses, repeated), body)
+            del body
             with self._snapshot_lock:
                 if gen != self._snapshot_gen or self._frame is not frame:
                     appended = False
                 else:
-                    appended = self._append_frame_locked(frame, data, mark)
+                    appended = self._append_frame_locked(frame, data, mark, repeated)
             if not appended:
                 log.info("snapshot delta dropped: a newer snapshot was installed meanwhile")
                 self._snapshot_status = SERIALIZER_STATE.FAILED
@@ -1195,7 +1206,8 @@ class Replication:
             log.exception("snapshot delta failed")
             self._snapshot_status = SERIALIZER_STATE.FAILED
 
-    def _append_frame_locked(self, frame: _Frames, data: bytes, mark: object) -> bool:
+    def _append_frame_locked(self, frame: _Frames, data: bytes, mark: object,
+                             repeated: int) -> bool:
         try:
             fd = os.open(self._snapshot_path, os.O_WRONLY)
         except FileNotFoundError:
@@ -1218,7 +1230,7 @@ class Replication:
         finally:
             os.close(fd)
         self._frame = _Frames(mark, frame.ino, frame.end + len(data), frame.frames + 1,
-                              frame.full_bytes, frame.delta_bytes + len(data))
+                              frame.full_bytes, frame.repeated_bytes + repeated)
         return True
 
     def _adapt_snapshot_threshold(self, snapshot_bytes: int) -> None:
@@ -1276,9 +1288,9 @@ class Replication:
                 "leader", e)
             raise
         mark = getattr(self.state, "mark", None)
-        first = frames[0].end
+        repeated = sum(int(fr.head.get("repeated", 0)) for fr in frames[1:])
         self._frame = (
-            _Frames(mark(), ino, parsed.end, len(frames), first, parsed.end - first)
+            _Frames(mark(), ino, parsed.end, len(frames), frames[0].end, repeated)
             if parsed.chained and mark is not None else None)
         self._cut_journal_at(prev, last)
         cluster = {_pso.TCPNode(a) for a in frames[-1].head["cluster"]}

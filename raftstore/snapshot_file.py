@@ -11,7 +11,8 @@ full frame (replication.py ``_write_snapshot``). Loading replays the frames in o
 Layout of a frame (integers big-endian):
 
     u32    n, the length of the head
-    n      head: msgpack map {entries: [last, prev], cluster: [...], crc32: true, frame: true}
+    n      head: msgpack map {entries: [last, prev], cluster: [...], crc32: true, frame: true,
+           and for a delta repeated: the bytes it repeats of earlier frames}
     u64    m, the length of the body
     m      body: the state machine's snapshot (first frame) or delta (later ones)
     8      trailer: b"CRC1", u32 CRC-32 of the head's length, the head and the body
@@ -43,11 +44,15 @@ TRAILER: Final = struct.Struct(">4sI")
 MAGIC: Final = b"CRC1"
 
 
-def encode_head(entries: list[list[Any]], cluster: list[str]) -> bytes:
-    return bytes(msgpack.packb(
-        {"entries": entries, "cluster": cluster, "crc32": True, "frame": True},
-        use_bin_type=True,
-    ))
+def encode_head(entries: list[list[Any]], cluster: list[str], repeated: int = 0) -> bytes:
+    """A frame's head. ``repeated`` (deltas): how many of the frame's bytes repeat what the
+    frames before it hold (replication.py decides from their sum when to write a full frame
+    again)."""
+    head: dict[str, Any] = {"entries": entries, "cluster": cluster, "crc32": True,
+                            "frame": True}
+    if repeated:
+        head["repeated"] = repeated
+    return bytes(msgpack.packb(head, use_bin_type=True))
 
 
 def encode_frame(head: bytes, body: bytes) -> bytes:

@@ -21,7 +21,7 @@ class StateMachine(Protocol):
     def snapshot(self) -> bytes:
         """The whole replicated state as bytes (taken between two applies)."""
 
-    def snapshot_writer(self) -> Callable[[BinaryIO], None]:
+    def snapshot_writer(self) -> Callable[[BinaryIO], object]:
         """Capture the state now, cheaply (called in the raft thread between two applies), and
         return a function writing the same bytes as ``snapshot`` would have given, to be called
         later from another thread while applies go on."""

@@ -290,7 +290,7 @@ class CommandLog:
             self._snapshot(writer, self._index)
         )
 
-    async def _snapshot(self, writer: Callable[[BinaryIO], None], index: int) -> None:
+    async def _snapshot(self, writer: Callable[[BinaryIO], object], index: int) -> None:
         try:
             await asyncio.to_thread(self._write_snapshot, writer, index)
         except OSError:
@@ -301,7 +301,7 @@ class CommandLog:
         self._truncate_to = index
         self._kick()
 
-    def _write_snapshot(self, writer: Callable[[BinaryIO], None], index: int) -> None:
+    def _write_snapshot(self, writer: Callable[[BinaryIO], object], index: int) -> None:
         tmp = self._snap_path + ".tmp"
         with open(tmp, "wb") as f:
             summing = CrcWriter(f)

@@ -124,7 +124,7 @@ class SnapshotView:
         revision after ``base_rev`` (no compaction trimmed them) and is not behind it."""
         return self.log_start - 1 <= base_rev <= self.rev
 
-    def write_delta(self, f: BinaryIO, base_rev: int) -> None:
+    def write_delta(self, f: BinaryIO, base_rev: int) -> int:
         """Write what changed after ``base_rev`` (an earlier capture of the same store, with
         the same compacted revision: see ``can_follow``), in batches as ``write`` does: each
         key the log names after ``base_rev`` with its versions above it, the log entries
@@ -138,6 +138,8 @@ class SnapshotView:
             kvs          [[key, [version, ...]], ...] as in ``write``, versions > base_rev
             log          [[key, ...], ...] the keys changed at each revision after base_rev
             leases       as in ``write``
+
+        Returns the bytes of the lease table: what the delta repeats of earlier frames.
         """
         log = self._log[base_rev + 1 - self.log_start :]
         changed: set[bytes] = set()
@@ -164,21 +166,27 @@ class SnapshotView:
         out.pack("log")
         out.log(log)
         out.pack("leases")
+        out.flush()
+        before = out.written
         out.leases(self._leases)
+        return out.written - before
 
 
 class _BatchWriter:
     """A msgpack stream to a file, written one batch at a time with a GIL yield after each."""
 
-    __slots__ = ("_f", "packer", "pack")
+    __slots__ = ("_f", "packer", "pack", "written")
 
     def __init__(self, f: BinaryIO) -> None:
         self._f = f
         self.packer = msgpack.Packer(use_bin_type=True, autoreset=False)
         self.pack = self.packer.pack
+        self.written = 0
 
     def flush(self) -> None:
-        self._f.write(self.packer.bytes())
+        data = self.packer.bytes()
+        self._f.write(data)
+        self.written += len(data)
         self.packer.reset()
         _yield()
 

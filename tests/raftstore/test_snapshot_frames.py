@@ -16,7 +16,7 @@ from pysyncobj.config import SERIALIZER_STATE
 from raftstore import journal as journal_mod
 from raftstore import snapshot_file
 from raftstore.api.pb import rpc_pb2 as pb
-from raftstore.applier import EtcdStateMachine, encode_compact, encode_put
+from raftstore.applier import EtcdStateMachine, encode_compact, encode_lease_grant, encode_put
 from raftstore.journal import DurableJournal
 from raftstore.mvcc.kvstore import KVStore
 from raftstore.replication import Replication, ReplicationConfig
@@ -299,4 +299,41 @@ async def test_a_delta_captured_before_an_install_is_dropped(tmp_path: object) -
         assert outcome[0] == (SERIALIZER_STATE.FAILED, loaded)
     finally:
         sm.gate.set()
+        rep.stop()
+
+
+async def test_deltas_that_repeat_much_are_replaced_by_a_full_frame(tmp_path: object) -> None:
+    """Each delta repeats the whole lease table. Once what the deltas repeat reaches half the
+    full frame, the next snapshot rewrites the file whole, compaction or not; a restart
+    counts what the deltas on disk repeat from their heads."""
+    cfgs, _ = make_cluster(tmp_path, 1, snapshot_count=20)
+    sm = EtcdStateMachine(KVStore())
+    rep = Replication(cfgs[0], sm)
+    path = snap_path(cfgs[0])
+    try:
+        await wait_leader([rep])
+        await rep.propose(encode_lease_grant(pb.LeaseGrantRequest(ID=7, TTL=3600)))
+        for i in range(40):
+            await rep.propose(encode_put(pb.PutRequest(key=b"leased%03d" % i, lease=7)))
+        await _until(lambda: os.path.exists(path))
+        await _until(lambda: rep._snapshot_status == 0)
+        inodes = {os.stat(path).st_ino}
+        most = 0
+        for i in range(0, 600, 10):
+            await put_many(rep, i, 10)
+            inodes.add(os.stat(path).st_ino)
+            most = max(most, len(frames(path)))
+        assert len(inodes) >= 3  # full frames written again, without a compaction
+        assert 3 <= most < 20
+        await _until(lambda: rep._snapshot_status == 0)
+        held = rep._frame
+        assert held is not None and held.repeated_bytes > 0
+    finally:
+        rep.stop()
+    rep, sm = await restarted(cfgs[0])
+    try:
+        assert rep._frame is not None
+        assert rep._frame.repeated_bytes == held.repeated_bytes
+        assert rep._frame.frames == held.frames
+    finally:
         rep.stop()
