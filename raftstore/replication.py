@@ -1083,7 +1083,7 @@ class Replication:
     # pysyncobj drops the log only after the checker reports success, so the log is never ahead
     # of the snapshot. It sends no snapshot to a follower while one is being written.
     #
-    # File layout: sf.py. A state machine that can (``capture``) writes a delta of
+    # File layout: snapshot_file.py. A state machine that can (``capture``) writes a delta of
     # what changed since the file's last frame, appended to the file, instead of the whole state.
 
     def _write_snapshot(self, tmp_path: str, data: Any) -> None:
@@ -1144,7 +1144,7 @@ class Replication:
                 fsync_dir(self.cfg.data_dir)
             if mark is None:
                 self._adapt_snapshot_threshold(size)
-            else:  # deltas follow: each as small as --snapshot-count entries make it
+            else:  # deltas follow, each of --snapshot-count requests
                 self._node._getConf().logCompactionMinEntries = self._snapshot_floor
             self._snapshot_status = SERIALIZER_STATE.SUCCESS
             log.info("snapshot written (%d bytes, %.3fs)", size, time.monotonic() - started)
