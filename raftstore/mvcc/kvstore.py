@@ -292,6 +292,7 @@ class KVStore:
                 raise ValueError(
                     f"mvcc: snapshot delta {n} applies to revision {d.get('base_rev')} "
                     f"(compacted at {d.get('compact_rev')}), not {rev} ({compact_rev})")
+            dkeys = [key for key, _ in d["kvs"]]
             for key, versions in d["kvs"]:
                 kvs = _key_values(key, versions)
                 if not kvs:
@@ -302,7 +303,10 @@ class KVStore:
                 elif old.revs and kvs[0].mod_revision <= old.revs[-1].mod_revision:
                     raise ValueError(f"mvcc: snapshot delta {n} rewrites a version")
                 old.revs.extend(kvs)
-            log.extend(_log_entry(e) for e in d["log"])
+            try:
+                log.extend(_log_entry([dkeys[i] for i in e]) for e in d["log"])
+            except (IndexError, TypeError):
+                raise ValueError(f"mvcc: snapshot delta {n} logs a key it does not hold") from None
             rev = int(d["rev"])
             leases = d["leases"]
         if len(log) != rev + 1 - log_start:

@@ -136,7 +136,9 @@ class SnapshotView:
             rev          the store's revision
             compact_rev  the last compacted revision (unchanged since base_rev)
             kvs          [[key, [version, ...]], ...] as in ``write``, versions > base_rev
-            log          [[key, ...], ...] the keys changed at each revision after base_rev
+            log          [[i, ...], ...] the keys changed at each revision after base_rev,
+                         each as its position in kvs (keys are often long: a DeleteRange of
+                         many keys would otherwise write them all twice)
             leases       as in ``write``
 
         Returns the bytes of the lease table: what the delta repeats of earlier frames.
@@ -160,11 +162,16 @@ class SnapshotView:
         out.pack(self.rev)
         out.pack("compact_rev")
         out.pack(self.compact_rev)
+        keys = list(chain.from_iterable(_sorted_batches(changed)))
+        del changed
+        position: dict[bytes, int] = {}
+        for lo in range(0, len(keys), _SORT_RUN):
+            position.update((k, i) for i, k in enumerate(keys[lo : lo + _SORT_RUN], lo))
+            _yield()
         out.pack("kvs")
-        out.versions(self._index, chain.from_iterable(_sorted_batches(changed)), len(changed),
-                     base_rev)
+        out.versions(self._index, iter(keys), len(keys), base_rev)
         out.pack("log")
-        out.log(log)
+        out.log(log, position)
         out.pack("leases")
         out.flush()
         before = out.written
@@ -212,7 +219,8 @@ class _BatchWriter:
                     size = 0
             self.flush()
 
-    def log(self, log: list[LogEntry]) -> None:
+    def log(self, log: list[LogEntry], position: dict[bytes, int] | None = None) -> None:
+        """The log entries, each as the list of its keys, or of their ``position``s."""
         packer = self.packer
         pack = self.pack
         packer.pack_array_header(len(log))
@@ -224,9 +232,11 @@ class _BatchWriter:
                     packer.pack_array_header(0)
                 elif isinstance(e, bytes):
                     packer.pack_array_header(1)
+                    pack(e if position is None else position[e])
+                elif position is None:
                     pack(e)
                 else:
-                    pack(e)
+                    pack([position[k] for k in e])
             self.flush()
 
     def leases(self, leases: Sequence[tuple[int, int, Set[bytes]]]) -> None:
