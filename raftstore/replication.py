@@ -42,7 +42,6 @@ import asyncio
 import collections
 import contextlib
 import hashlib
-import io
 import logging
 import os
 import pickle
@@ -337,6 +336,19 @@ class _Frames:
     frames: int
     full_bytes: int
     repeated_bytes: int
+
+
+class _Parts:
+    """A file-like sink keeping what is written as a list of parts (a delta's batches): no
+    copy, where a BytesIO reallocates and copies its growing buffer over and over (70 ms of
+    a 19 MB delta's 320)."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def write(self, data: bytes) -> int:
+        self.parts.append(bytes(data))
+        return len(data)
 
 
 class _Backgrounded(Exception):
@@ -1118,7 +1130,7 @@ class Replication:
         """Write the whole state as the one frame of a new file, then rename it over the
         snapshot (``_commit_snapshot``)."""
         part = self._snapshot_path + ".part"
-        started = time.monotonic()
+        started, cpu = time.monotonic(), time.thread_time()
         try:
             with open(part, "wb") as raw:
                 steady = _SteadyWriter(raw, self.cfg.fsync)
@@ -1147,7 +1159,8 @@ class Replication:
             else:  # deltas follow, each of --snapshot-count requests
                 self._node._getConf().logCompactionMinEntries = self._snapshot_floor
             self._snapshot_status = SERIALIZER_STATE.SUCCESS
-            log.info("snapshot written (%d bytes, %.3fs)", size, time.monotonic() - started)
+            log.info("snapshot written (%d bytes, %.3fs, cpu %.3fs)", size,
+                     time.monotonic() - started, time.thread_time() - cpu)
         except Exception:
             log.exception("snapshot failed")
             self._snapshot_status = SERIALIZER_STATE.FAILED
@@ -1178,35 +1191,34 @@ class Replication:
         snapshot received from the leader over it before it loads it; appending to the file
         it replaced would leave the new one without the frame and this member believing
         otherwise."""
-        started = time.monotonic()
+        started, cpu = time.monotonic(), time.thread_time()
         try:
-            buf = io.BytesIO()
-            repeated = writer(buf) or 0
-            body = buf.getvalue()
-            del buf
+            body = _Parts()
+            repeated = writer(body) or 0
             # The frame's head records what it repeats (with its own head and trailer, about
             # 150 bytes), for a restart to count it too.
             repeated += 150
-            data = sf.encode_frame(sf.encode_head(entries, addresses, repeated), body)
+            parts = sf.frame_parts(sf.encode_head(entries, addresses, repeated), body.parts)
             del body
+            size = sum(len(p) for p in parts)
             with self._snapshot_lock:
                 if gen != self._snapshot_gen or self._frame is not frame:
                     appended = False
                 else:
-                    appended = self._append_frame_locked(frame, data, mark, repeated)
+                    appended = self._append_frame_locked(frame, parts, mark, repeated)
             if not appended:
                 log.info("snapshot delta dropped: a newer snapshot was installed meanwhile")
                 self._snapshot_status = SERIALIZER_STATE.FAILED
                 return
             self._node._getConf().logCompactionMinEntries = self._snapshot_floor
             self._snapshot_status = SERIALIZER_STATE.SUCCESS
-            log.info("snapshot delta appended (%d bytes, %d frames, %.3fs)", len(data),
-                     frame.frames + 1, time.monotonic() - started)
+            log.info("snapshot delta appended (%d bytes, %d frames, %.3fs, cpu %.3fs)", size,
+                     frame.frames + 1, time.monotonic() - started, time.thread_time() - cpu)
         except Exception:
             log.exception("snapshot delta failed")
             self._snapshot_status = SERIALIZER_STATE.FAILED
 
-    def _append_frame_locked(self, frame: _Frames, data: bytes, mark: object,
+    def _append_frame_locked(self, frame: _Frames, parts: list[bytes], mark: object,
                              repeated: int) -> bool:
         try:
             fd = os.open(self._snapshot_path, os.O_WRONLY)
@@ -1217,20 +1229,26 @@ class Replication:
                 return False
             # Bytes after the last frame (none, unless a write failed half-way) are cut off.
             os.ftruncate(fd, frame.end)
-            view = memoryview(data)
             pos = frame.end
-            while view:
+            unsynced = 0
+            for part in parts:
+                view = memoryview(part)
+                while view:
+                    n = os.pwrite(fd, view, pos)
+                    view = view[n:]
+                    pos += n
+                    unsynced += n
                 # Synced every few MiB, as a full frame is (_SteadyWriter), so that the
                 # journal's syncs never queue behind the writeback of a whole large delta.
-                n = os.pwrite(fd, view[: _SteadyWriter._EVERY], pos)
-                view = view[n:]
-                pos += n
-                if self.cfg.fsync:
+                if self.cfg.fsync and unsynced >= _SteadyWriter._EVERY:
                     os.fdatasync(fd)
+                    unsynced = 0
+            if self.cfg.fsync:
+                os.fdatasync(fd)
         finally:
             os.close(fd)
-        self._frame = _Frames(mark, frame.ino, frame.end + len(data), frame.frames + 1,
-                              frame.full_bytes, frame.repeated_bytes + repeated)
+        self._frame = _Frames(mark, frame.ino, pos, frame.frames + 1, frame.full_bytes,
+                              frame.repeated_bytes + repeated)
         return True
 
     def _adapt_snapshot_threshold(self, snapshot_bytes: int) -> None:

@@ -56,10 +56,19 @@ def encode_head(entries: list[list[Any]], cluster: list[str], repeated: int = 0)
 
 
 def encode_frame(head: bytes, body: bytes) -> bytes:
-    """A whole frame, for a body already in memory (a delta)."""
+    """A whole frame, for a body already in memory."""
+    return b"".join(frame_parts(head, [body]))
+
+
+def frame_parts(head: bytes, body: list[bytes]) -> list[bytes]:
+    """A whole frame as a list of parts, for a body held as parts (a delta, packed in
+    batches): joining them would copy it all once more."""
     start = HEAD_LEN.pack(len(head)) + head
-    crc = zlib.crc32(body, zlib.crc32(start))
-    return b"".join((start, BODY_LEN.pack(len(body)), body, TRAILER.pack(MAGIC, crc)))
+    crc = zlib.crc32(start)
+    for part in body:
+        crc = zlib.crc32(part, crc)
+    size = sum(len(part) for part in body)
+    return [start, BODY_LEN.pack(size), *body, TRAILER.pack(MAGIC, crc)]
 
 
 @dataclass(frozen=True, slots=True)
