@@ -109,8 +109,8 @@ def test_a_delta_holds_only_what_changed() -> None:
     assert len(d) < len(whole) // 50
     state = msgpack.unpackb(d, raw=False)
     assert state["base_rev"] == base
-    assert [k for k, _ in state["kvs"]] == [b"added", b"key0005", b"key0007"]
-    assert state["log"] == [[1], [2], [0]]  # positions in kvs
+    assert [k for k, _ in state["kvs"]] == [b"key0005", b"key0007", b"added"]
+    assert state["log"] == [[0], [1], [2]]  # positions in kvs
     got = KVStore()
     got.restore(whole, [d])
     assert got.snapshot() == s.snapshot()
