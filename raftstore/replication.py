@@ -833,7 +833,11 @@ class Replication:
         self._frame: _Frames | None = None
         others = [addr for name, addr in cfg.peers.items() if name != cfg.name]
         self._node = _RaftNode(self, cfg.self_peer, others, conf, self._journal)
-        self._waker = PipeNotifier(self._node._poller)
+        # True from a wake-up's write until the raft thread has read the pipe: proposals
+        # that arrive meanwhile are taken by the tick that wake-up starts (it drains the
+        # queues after reading the pipe), so they write nothing (see _wake).
+        self._wake_pending = False
+        self._waker = PipeNotifier(self._node._poller, self._woken)
         self._transport: _SyncingTransport = self._node._SyncObj__transport
         self._last_sent: tuple[int, int] = (0, 0)
         self._node.addOnTickCallback(self._after_tick)
@@ -866,11 +870,21 @@ class Replication:
         self._journal._destroy()
 
     def _wake(self) -> None:
-        """(Any thread) make the raft thread's poll return now."""
+        """(Any thread) make the raft thread's poll return now, unless a wake-up is already
+        on its way: at 64 clients the event loop queued about one proposal per turn and
+        wrote the pipe for each, waking the raft thread once per proposal."""
+        if self._wake_pending:
+            return
+        self._wake_pending = True
         try:
             self._waker.notify()
         except (BlockingIOError, OSError):  # the pipe is full (already woken) or closed
             pass
+
+    def _woken(self) -> None:
+        """(Raft thread, in the poll) the pipe was read: the next proposal wakes it again.
+        Everything queued before this point is drained by the tick that follows."""
+        self._wake_pending = False
 
     def _after_tick(self) -> None:
         """Runs inside every tick, before the poll: send new entries / a new commit index to
@@ -1464,10 +1478,7 @@ class Replication:
             self._inbox.append((command, done))
         else:
             self._node.submit(command, done)
-        try:
-            self._waker.notify()
-        except BlockingIOError:  # the pipe is full: the tick thread is already woken
-            pass
+        self._wake()
         return fut
 
     async def propose(self, command: bytes, timeout: float = 7.0) -> object:

@@ -82,11 +82,16 @@ class _Registrar:
         pass  # the same handlers come through add_registered_method_handlers
 
     def add_registered_method_handlers(self, service: str, handlers: dict[str, Any]) -> None:
+        # Only as generic handlers, never as grpc's "registered methods": grpc.aio's server
+        # keeps one pending request future per registered method and takes each call with
+        # ``asyncio.wait`` over all of them (about 25 here), which sets and clears a callback
+        # on every one of them per call. With one generic future that was about a third of
+        # the Python time of a member's event loop at 64 clients (cProfile); the generic
+        # look-up is one dict access. Measured: docs/benchmarks.md, eighth session.
         wrapped = {name: _decode_errors(h) for name, h in handlers.items()}
         self._server.add_generic_rpc_handlers(
             (grpc.method_handlers_generic_handler(service, wrapped),)
         )
-        self._server.add_registered_method_handlers(service, wrapped)
 
 
 async def start_grpc_server(

@@ -1068,3 +1068,41 @@ def test_journal_frees_dropped_entries_and_the_replaced_file_off_the_raft_thread
     assert freed == held - 1
     j._destroy()
     assert [e[1] for e in DurableJournal(path)] == [9, 10]
+
+
+async def test_proposals_queued_while_a_wake_up_is_pending_write_nothing(
+        tmp_path: object) -> None:
+    """The event loop hands proposals over one loop turn at a time; each turn used to write
+    the raft thread's wake-up pipe. While a wake-up is on its way (the raft thread is busy
+    and has not read the pipe yet) the next proposals ride on it, and every one of them is
+    still answered."""
+    cfgs, _ = make_cluster(tmp_path, 1)
+
+    class SlowCounter(Counter):
+        def apply(self, command: bytes) -> object:
+            time.sleep(0.002)  # keeps the raft thread away from its poll for a while
+            return super().apply(command)
+
+    sm = SlowCounter()
+    rep = Replication(cfgs[0], sm)
+    try:
+        await wait_leader([rep])
+        writes = 0
+        notify = rep._waker.notify
+
+        def counted() -> None:
+            nonlocal writes
+            writes += 1
+            notify()
+
+        rep._waker.notify = counted  # type: ignore[method-assign]
+        tasks = []
+        for i in range(200):
+            tasks.append(asyncio.ensure_future(rep.propose(msgpack.packb(i))))
+            await asyncio.sleep(0)  # one proposal per loop turn, as under load
+        results = await asyncio.gather(*tasks)
+        assert sorted(results) == list(range(1, 201))  # type: ignore[type-var]
+        assert sm.items == list(range(200))
+        assert writes < 100, writes
+    finally:
+        rep.stop()
