@@ -61,3 +61,21 @@ def test_kill_restart_leader(kind: str, cluster_factory: Callable[..., Cluster])
     cluster.restart(follower)
     out = cluster.ctl.only(follower).check("get", "during", "--print-value-only")
     assert out.strip() == "2"
+
+
+def test_etcd_stop_needs_no_sigkill(tmp_path: Path) -> None:
+    """An etcd leader stopped together with its followers waits for a leadership hand-off
+    that cannot happen, past the stop timeout; stop() stops the followers first, so every
+    member exits from its SIGTERM (SIGKILL would show as -9)."""
+    require_etcd()
+    cluster = EtcdCluster(tmp_path, nodes=3)
+    cluster.start(timeout=60)
+    try:
+        leader = cluster.leader()
+        cluster.ctl.check("put", "k", "v")
+        procs = [m.proc for m in cluster.members]
+    finally:
+        cluster.stop()
+    codes = [p.returncode for p in procs if p is not None]
+    assert len(codes) == 3
+    assert all(code != -9 for code in codes), f"leader {leader}, exit codes {codes}"

@@ -368,12 +368,15 @@ class Cluster:
 
     def stop(self, timeout: float = 5.0) -> None:
         """SIGTERM every member, SIGKILL those still alive after ``timeout``."""
-        for m in self.members:
+        self._stop_members(self.members, timeout)
+
+    def _stop_members(self, members: list[Member], timeout: float) -> None:
+        for m in members:
             if m.alive():
                 assert m.proc is not None
                 m.proc.terminate()
         deadline = time.monotonic() + timeout
-        for m in self.members:
+        for m in members:
             if m.proc is not None:
                 try:
                     m.proc.wait(max(0.1, deadline - time.monotonic()))
@@ -469,6 +472,30 @@ class EtcdCluster(Cluster):
     @staticmethod
     def available() -> bool:
         return os.access(ETCD_BIN, os.X_OK)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """The followers first, then the leader. An etcd leader told to stop first hands its
+        leadership to a follower and waits for the hand-off; when the followers are stopping
+        at the same moment it waits until that times out (about 7 s here). With no follower
+        left it exits at once."""
+        leader = self._leader_by_metrics()
+        if leader is not None:
+            self._stop_members([m for m in self.members if m.index != leader], timeout)
+        super().stop(timeout)
+
+    def _leader_by_metrics(self) -> int | None:
+        """The running member whose metrics say it leads (``etcd_server_is_leader 1``), if
+        one answers quickly; no agreement is needed here, only a good guess."""
+        for m in self._running():
+            try:
+                with urllib.request.urlopen(f"{m.metrics_url}/metrics", timeout=1) as resp:
+                    text = resp.read().decode("utf-8", "replace")
+            except (OSError, ValueError, urllib.error.URLError):
+                continue
+            if any(line.split() == ["etcd_server_is_leader", "1"]
+                   for line in text.splitlines()):
+                return m.index
+        return None
 
 
 def main(argv: list[str] | None = None) -> int:
