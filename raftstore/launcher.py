@@ -476,26 +476,40 @@ class EtcdCluster(Cluster):
     def stop(self, timeout: float = 5.0) -> None:
         """The followers first, then the leader. An etcd leader told to stop first hands its
         leadership to a follower and waits for the hand-off; when the followers are stopping
-        at the same moment it waits until that times out (about 7 s here). With no follower
-        left it exits at once."""
+        at the same moment it waits until that times out (about 7 s here) and is killed.
+        Once it has seen its followers go, it has nobody to hand to and exits at once."""
         leader = self._leader_by_metrics()
         if leader is not None:
             self._stop_members([m for m in self.members if m.index != leader], timeout)
+            deadline = time.monotonic() + min(timeout, 2.0)
+            while time.monotonic() < deadline:
+                active = self._metric_lines(self.members[leader], "etcd_network_active_peers")
+                if active is None or all(float(v) <= 0 for v in active):
+                    break
+                time.sleep(0.02)
         super().stop(timeout)
 
     def _leader_by_metrics(self) -> int | None:
         """The running member whose metrics say it leads (``etcd_server_is_leader 1``), if
         one answers quickly; no agreement is needed here, only a good guess."""
         for m in self._running():
-            try:
-                with urllib.request.urlopen(f"{m.metrics_url}/metrics", timeout=1) as resp:
-                    text = resp.read().decode("utf-8", "replace")
-            except (OSError, ValueError, urllib.error.URLError):
-                continue
-            if any(line.split() == ["etcd_server_is_leader", "1"]
-                   for line in text.splitlines()):
+            if self._metric_lines(m, "etcd_server_is_leader") == ["1"]:
                 return m.index
         return None
+
+    @staticmethod
+    def _metric_lines(m: Member, name: str) -> list[str] | None:
+        """The values of metric ``name`` (one per label set) on member ``m``'s metrics
+        endpoint, or None when it does not answer within a second."""
+        if not m.alive():
+            return None
+        try:
+            with urllib.request.urlopen(f"{m.metrics_url}/metrics", timeout=1) as resp:
+                text = resp.read().decode("utf-8", "replace")
+        except (OSError, ValueError, urllib.error.URLError):
+            return None
+        return [line.rsplit(" ", 1)[-1] for line in text.splitlines()
+                if line.startswith(name) and line[len(name):len(name) + 1] in ("{", " ")]
 
 
 def main(argv: list[str] | None = None) -> int:
