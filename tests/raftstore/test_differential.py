@@ -27,6 +27,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -240,11 +241,17 @@ def systems(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Clus
 
 
 def compare(systems: dict[str, Cluster], name: str, scenario: Scenario) -> None:
-    sessions = {}
-    for system, cluster in systems.items():
+    def play(system: str, cluster: Cluster) -> Session:
         s = Session(system, cluster, prefix=f"/diff/{name}/")
         scenario(s)
-        sessions[system] = s
+        return s
+
+    # Both at once: each has its own cluster and its own session, and the scenarios spend
+    # most of their time waiting (watches settling, leases running out).
+    with ThreadPoolExecutor(len(systems)) as pool:
+        played = {system: pool.submit(play, system, cluster)
+                  for system, cluster in systems.items()}
+        sessions = {system: f.result() for system, f in played.items()}
     want, got = sessions["etcd"].transcript, sessions["raftstore"].transcript
     if dump := os.environ.get("RAFTSTORE_DIFF_DUMP"):
         Path(dump).mkdir(parents=True, exist_ok=True)

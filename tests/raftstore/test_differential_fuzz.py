@@ -18,9 +18,9 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import grpc
 import pytest
@@ -212,6 +212,30 @@ async def _history(channel: grpc.aio.Channel) -> list[str]:
         start = restart
 
 
+T = TypeVar("T")
+
+
+async def _on_both(tmp_path: Path, run: Callable[[Cluster], Awaitable[T]]) -> list[T]:
+    """``run`` on a fresh one-member raftstore and a fresh one-member etcd, both at once
+    (each mostly waits: for its members to start, for the answers of its own cluster);
+    [raftstore's result, etcd's]. Both clusters are stopped before a failure is raised."""
+
+    async def one(name: str, cls: type[Cluster]) -> T:
+        cluster = cls(tmp_path / name, nodes=1)
+        try:
+            await asyncio.to_thread(cluster.start, timeout=60)
+            return await run(cluster)
+        finally:
+            await asyncio.to_thread(cluster.stop)
+
+    results = await asyncio.gather(one("raftstore", RaftstoreCluster), one("etcd", EtcdCluster),
+                                   return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    return cast(list[T], results)
+
+
 # DIFF_FUZZ_FIRST_SEED / DIFF_FUZZ_SEEDS run other or more seeds (60 more passed when written).
 _FIRST = int(os.environ.get("DIFF_FUZZ_FIRST_SEED", "1"))
 _SEEDS = int(os.environ.get("DIFF_FUZZ_SEEDS", "8"))
@@ -222,15 +246,8 @@ async def test_same_answers_as_etcd(tmp_path: Path, seed: int) -> None:
     require_etcd()
     gen = Gen(seed)
     requests = [gen.request() for _ in range(OPS_PER_SEED)]
-    answers = []
-    for name, cls in (("raftstore", RaftstoreCluster), ("etcd", EtcdCluster)):
-        cluster = cls(tmp_path / name, nodes=1)
-        cluster.start(timeout=60)
-        try:
-            answers.append(await _answers(cluster, requests))
-        finally:
-            cluster.stop()
-    (ours, our_history), (etcds, etcd_history) = answers
+    (ours, our_history), (etcds, etcd_history) = await _on_both(
+        tmp_path, lambda cluster: _answers(cluster, requests))
     diffs = [
         f"#{i} {method} {str(req).strip()!r}\n  raftstore: {a!r}\n  etcd:      {b!r}"
         for i, ((method, req), a, b) in enumerate(zip(requests, ours, etcds, strict=True))
@@ -320,14 +337,7 @@ async def test_same_watch_answers_as_etcd(tmp_path: Path, seed: int) -> None:
     requests = [gen.request() for _ in range(150)]
     rnd = random.Random(seed)
     watches = [_random_watch(rnd) for _ in range(25)]
-    answers = []
-    for name, cls in (("raftstore", RaftstoreCluster), ("etcd", EtcdCluster)):
-        cluster = cls(tmp_path / name, nodes=1)
-        cluster.start(timeout=60)
-        try:
-            answers.append(await _watch_answers(cluster, requests, watches))
-        finally:
-            cluster.stop()
+    answers = await _on_both(tmp_path, lambda cluster: _watch_answers(cluster, requests, watches))
     diffs = [f"{str(w).strip()!r}\n  raftstore: {a}\n  etcd:      {b}"
              for w, a, b in zip(watches, *answers, strict=True) if a != b]
     assert not diffs, f"{len(diffs)} of {len(watches)} watches differ:\n" + "\n".join(diffs[:3])
