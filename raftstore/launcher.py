@@ -284,7 +284,9 @@ class Cluster:
                 if m.proc is not None and (rc := m.proc.poll()) is not None:
                     raise ClusterError(self._report(f"{m.name} exited ({rc})"))
             try:
-                leader = self._agreed_leader()
+                # A short status timeout: a member that exits at start (a port taken) is
+                # seen by the poll above, not after a long wait on whatever holds its port.
+                leader = self._agreed_leader(status_timeout=2.0)
                 if leader is not None and all(self._healthy(m) for m in self._running()):
                     return leader
                 last = "no agreed leader" if leader is None else "a member is not healthy"
@@ -317,11 +319,11 @@ class Cluster:
         entries = json.loads(res.stdout)
         return dict(entries[0]["Status"])
 
-    def _agreed_leader(self) -> int | None:
+    def _agreed_leader(self, status_timeout: float = 5.0) -> int | None:
         ids: dict[int, int] = {}
         leaders: set[int] = set()
         for m in self._running():
-            st = self.status(m.index)
+            st = self.status(m.index, timeout=status_timeout)
             header = st["header"]
             assert isinstance(header, dict)
             ids[int(header["member_id"])] = m.index
