@@ -1,13 +1,21 @@
 """Benchmark: a 3-member raftstore against a 3-member etcd, on this machine, in one run.
 
-    python bench/bench_raftstore.py --out bench-results.json          # about 10 minutes
-    python bench/bench_raftstore.py --quick --out /tmp/quick.json     # about 4 minutes
+    python bench/bench_raftstore.py --out bench-results.json          # about 13 minutes
+    python bench/bench_raftstore.py --quick --out /tmp/quick.json     # about 6 minutes
 
-Series (each on a fresh cluster, started through raftstore.launcher, loopback only):
+Series (started through raftstore.launcher, loopback only):
 
   raftstore (durable)            fsync before acknowledging, the default
   raftstore (--unsafe-no-fsync)  no fsync: what the Python code costs without the disk
   etcd (durable)                 Debian's etcd 3.4, which always fsyncs
+
+The two durable series, whose ratio the goals are about, run together: both clusters are
+started fresh and stay up, and every phase alternates between them in turns (A B B A
+A B B A: ``--rounds`` turns each, check perf ``--perf-rounds`` runs each), each system's
+turns pooled. This machine is shared and its disk and CPU vary from minute to minute; one
+series after the other put that drift into the ratio. An idle cluster costs 0.03 (raftstore)
+to 0.05 (etcd) of a core. The no-fsync series runs alone afterwards; ``--sequential`` runs
+every series alone, one after the other, as before.
 
 Figures: ``etcdctl check perf`` (writes/s, slowest request, stddev); put latency p50/p99 at
 1 and 64 concurrent clients; linearizable range throughput; watch events delivered per
@@ -116,7 +124,8 @@ def percentile(sorted_values: list[float], q: float) -> float:
 async def run_clients(concurrency: int, total: int, seconds: float,
                       op: Callable[[int, int], Awaitable[None]]) -> dict[str, Any]:
     """``concurrency`` workers share ``total`` operations, stopping early after ``seconds``.
-    Returns count, errors, elapsed, ops/s and latency percentiles (ms)."""
+    Returns count, errors, elapsed, ops/s and latency percentiles (ms); ``latencies_s``
+    holds every latency (seconds) for pooling rounds (see paired_phases)."""
     latencies: list[float] = []
     errors = 0
     error_samples: dict[str, int] = {}
@@ -140,8 +149,13 @@ async def run_clients(concurrency: int, total: int, seconds: float,
 
     start = time.perf_counter()
     await asyncio.gather(*(worker(w) for w in range(concurrency)))
-    elapsed = time.perf_counter() - start
-    latencies.sort()
+    return summarize(concurrency, latencies, errors, error_samples,
+                     time.perf_counter() - start)
+
+
+def summarize(concurrency: int, latencies: list[float], errors: int,
+              error_samples: dict[str, int], elapsed: float) -> dict[str, Any]:
+    latencies = sorted(latencies)
     return {
         "concurrency": concurrency,
         "count": len(latencies),
@@ -152,15 +166,30 @@ async def run_clients(concurrency: int, total: int, seconds: float,
         "p50_ms": round(percentile(latencies, 0.50) * 1000, 3),
         "p99_ms": round(percentile(latencies, 0.99) * 1000, 3),
         "mean_ms": round(statistics.fmean(latencies) * 1000, 3) if latencies else None,
+        "latencies_s": latencies,
     }
 
 
+def pooled(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """One summary of several rounds of run_clients: their latencies together, their
+    counts over their summed elapsed time."""
+    samples: dict[str, int] = {}
+    for r in rounds:
+        for kind, n in r["error_kinds"].items():
+            samples[kind] = samples.get(kind, 0) + n
+    out = summarize(rounds[0]["concurrency"], [x for r in rounds for x in r["latencies_s"]],
+                    sum(r["errors"] for r in rounds), samples,
+                    sum(r["elapsed_s"] for r in rounds))
+    out["rounds"] = [{k: v for k, v in r.items() if k != "latencies_s"} for r in rounds]
+    return out
+
+
 async def put_latency(ch: Channels, concurrency: int, total: int,
-                      seconds: float) -> dict[str, Any]:
+                      seconds: float, tag: str = "") -> dict[str, Any]:
     value = b"x" * 256
 
     async def op(w: int, n: int) -> None:
-        key = f"/bench/put/c{concurrency}/{n:08d}".encode()
+        key = f"/bench/put/c{concurrency}{tag}/{n:08d}".encode()
         await ch.kv[w % len(ch.kv)].Put(rpc_pb2.PutRequest(key=key, value=value), timeout=10)
 
     return await run_clients(concurrency, total, seconds, op)
@@ -290,6 +319,140 @@ def run_series(label: str, cluster: Cluster, plan: Plan, skip_perf: bool) -> dic
     return result
 
 
+# -- two systems in alternating rounds -------------------------------------------------------
+
+
+def alternation(rounds: int) -> str:
+    """``rounds`` turns each for systems A and B in the order A B B A A B B A ...: each goes
+    first and second equally often, so a drift of the machine's load over the phase falls
+    on both alike."""
+    return "".join("A" if i % 4 in (0, 3) else "B" for i in range(2 * rounds))
+
+
+def pooled_perf(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several check perf runs of one system: mean writes/s and stddev, the slowest request
+    of all; each run kept under ``runs``."""
+    ok = [r for r in runs if "writes_per_s" in r]
+    out: dict[str, Any] = {"load": runs[0]["load"], "runs": runs}
+    if not ok:
+        out["error"] = runs[-1].get("error", "no run finished")
+        return out
+    out["writes_per_s"] = round(statistics.fmean(r["writes_per_s"] for r in ok))
+    out["slowest_s"] = max(r.get("slowest_s", 0.0) for r in ok)
+    out["stddev_s"] = round(statistics.fmean(r.get("stddev_s", 0.0) for r in ok), 6)
+    out["verdict"] = "PASS" if all(r["verdict"] == "PASS" for r in ok) else "FAIL"
+    return out
+
+
+def pooled_watch(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    elapsed = sum(r["elapsed_s"] for r in runs)
+    delivered = sum(r["events_delivered"] for r in runs)
+    return {
+        "watchers": runs[0]["watchers"],
+        "created": min(r["created"] for r in runs),
+        "events_written": sum(r["events_written"] for r in runs),
+        "events_delivered": delivered,
+        "complete_watchers": min(r["complete_watchers"] for r in runs),
+        "elapsed_s": round(elapsed, 3),
+        "delivered_per_s": round(delivered / elapsed, 1) if elapsed else 0.0,
+        "rounds": runs,
+    }
+
+
+async def paired_phases(clusters: dict[str, Cluster], plan: Plan, rounds: int,
+                        log: Callable[[str], None]) -> dict[str, dict[str, Any]]:
+    """grpc_phases on clusters "A" and "B" (both running), each phase in ``rounds`` turns
+    per system (see alternation), the turns of a system pooled; the 1 KiB load for RSS runs
+    once per system, A then B."""
+    ch = {k: Channels(c.endpoints) for k, c in clusters.items()}
+    out: dict[str, dict[str, Any]] = {k: {} for k in clusters}
+    order = alternation(rounds)
+
+    async def phase(name: str, run: Callable[[Channels, int], Awaitable[dict[str, Any]]],
+                    pool: Callable[[list[dict[str, Any]]], dict[str, Any]]) -> None:
+        log(f"{name}: {rounds} turns each, {order}")
+        turns: dict[str, list[dict[str, Any]]] = {k: [] for k in clusters}
+        for i, k in enumerate(order):
+            turns[k].append(await run(ch[k], i))
+        for k, runs in turns.items():
+            out[k][name] = pool(runs)
+
+    try:
+        for c, total in sorted(plan.put_total.items()):
+            await phase(f"put_c{c}", lambda chan, i, c=c, total=total: put_latency(  # type: ignore[misc]
+                chan, c, total // rounds, plan.put_seconds / rounds, tag=f"t{i}"), pooled)
+        await phase("range_c64", lambda chan, i: range_throughput(
+            chan, 64, plan.range_total // rounds, plan.range_seconds / rounds), pooled)
+        for k in clusters:
+            out[k]["range_c64"]["linearizable"] = True
+        await phase("watch", lambda chan, i: watch_fanout(
+            chan, plan.watchers, plan.watch_events // rounds, plan.watch_seconds / rounds),
+            pooled_watch)
+        for k, cluster in clusters.items():
+            out[k]["rss_idle_bytes"] = cluster.rss_bytes()
+        for k, cluster in clusters.items():
+            log(f"{k}: loading {plan.rss_keys} keys of 1 KiB (64 clients, "
+                f"at most {plan.rss_seconds:.0f}s)")
+            load = await load_keys(ch[k], plan.rss_keys, plan.rss_seconds)
+            await asyncio.sleep(2)
+            out[k]["load_1k"] = load
+            out[k]["rss_loaded_bytes"] = cluster.rss_bytes()
+            out[k]["rss_keys"] = load["count"]
+    finally:
+        for chan in ch.values():
+            await chan.close()
+    return out
+
+
+def run_paired(series: dict[str, tuple[str, Cluster]], plan: Plan, skip_perf: bool,
+               rounds: int, perf_rounds: int) -> list[dict[str, Any]]:
+    """Two series ("A", "B": label and cluster) started together and measured in
+    alternating turns (paired_phases; check perf ``perf_rounds`` times each, in the same
+    order). Returns their results in A, B order."""
+    tags = " / ".join(f"{k} = {label}" for k, (label, _) in series.items())
+
+    def log(msg: str) -> None:
+        print(f"  [{tags}] {time.strftime('%H:%M:%S')} {msg}", file=sys.stderr, flush=True)
+
+    results = {k: {"label": label, "kind": c.kind, "durability": c.durability,
+                   "paired": {"rounds": rounds, "perf_rounds": perf_rounds,
+                              "order": alternation(rounds)}}
+               for k, (label, c) in series.items()}
+    clusters = {k: c for k, (_, c) in series.items()}
+    started: list[Cluster] = []
+    try:
+        for k, c in clusters.items():
+            log(f"starting {k}: 3 members")
+            c.start(timeout=60)
+            started.append(c)
+        if not skip_perf:
+            perf: dict[str, list[dict[str, Any]]] = {k: [] for k in clusters}
+            for k in alternation(perf_rounds):
+                log(f"{k}: etcdctl check perf --load={plan.perf_load} (60 s)")
+                perf[k].append(check_perf(clusters[k], plan.perf_load))
+            for k, runs in perf.items():
+                results[k]["check_perf"] = pooled_perf(runs)
+        for k, phases in asyncio.run(paired_phases(clusters, plan, rounds, log)).items():
+            results[k].update(phases)
+    except Exception as exc:  # noqa: BLE001 - report both as failed, keep the other series
+        for r in results.values():
+            r["error"] = f"{type(exc).__name__}: {exc}"
+        log(f"failed: {type(exc).__name__}: {exc}")
+    finally:
+        for c in started:
+            c.stop()
+    return list(results.values())
+
+
+def without_raw(doc: Any) -> Any:
+    """``doc`` without the raw latency lists (summaries only, for the JSON file)."""
+    if isinstance(doc, dict):
+        return {k: without_raw(v) for k, v in doc.items() if k != "latencies_s"}
+    if isinstance(doc, list):
+        return [without_raw(v) for v in doc]
+    return doc
+
+
 # -- report -----------------------------------------------------------------------------------
 
 
@@ -370,6 +533,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", choices=["raftstore", "raftstore-nofsync", "etcd"],
                         action="append", help="run only these series (repeatable)")
     parser.add_argument("--skip-perf", action="store_true", help="skip etcdctl check perf")
+    parser.add_argument("--sequential", action="store_true",
+                        help="one series after the other, each alone on the machine, instead "
+                             "of durable raftstore and etcd together in alternating turns")
+    parser.add_argument("--rounds", type=int, default=4,
+                        help="turns per system of each gRPC phase when paired (default 4)")
+    parser.add_argument("--perf-rounds", type=int, default=2,
+                        help="check perf runs per system when paired (default 2)")
     parser.add_argument("--base-dir", help="data dirs and member logs (default: a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the base dir afterwards")
     args = parser.parse_args(argv)
@@ -377,24 +547,33 @@ def main(argv: list[str] | None = None) -> int:
 
     base = Path(args.base_dir or tempfile.mkdtemp(prefix="raftstore-bench-"))
     wanted = args.only or ["raftstore", "raftstore-nofsync", "etcd"]
-    series: list[tuple[str, Callable[[], Cluster]]] = []
-    if "raftstore" in wanted:
-        series.append(("raftstore (durable)", lambda: RaftstoreCluster(base / "rs", nodes=3)))
-    if "raftstore-nofsync" in wanted:
-        series.append(("raftstore (--unsafe-no-fsync)",
-                       lambda: RaftstoreCluster(base / "rs-nofsync", nodes=3,
-                                                unsafe_no_fsync=True)))
-    if "etcd" in wanted:
-        if EtcdCluster.available():
-            series.append(("etcd 3.4 (durable)", lambda: EtcdCluster(base / "etcd", nodes=3)))
-        else:
-            print("etcd is not installed: skipping the etcd series", file=sys.stderr)
+    if "etcd" in wanted and not EtcdCluster.available():
+        print("etcd is not installed: skipping the etcd series", file=sys.stderr)
+        wanted = [w for w in wanted if w != "etcd"]
+    makers: dict[str, tuple[str, Callable[[], Cluster]]] = {
+        "raftstore": ("raftstore (durable)", lambda: RaftstoreCluster(base / "rs", nodes=3)),
+        "raftstore-nofsync": ("raftstore (--unsafe-no-fsync)",
+                              lambda: RaftstoreCluster(base / "rs-nofsync", nodes=3,
+                                                       unsafe_no_fsync=True)),
+        "etcd": ("etcd 3.4 (durable)", lambda: EtcdCluster(base / "etcd", nodes=3)),
+    }
+    paired = not args.sequential and {"raftstore", "etcd"} <= set(wanted)
 
     print(f"benchmark ({'quick' if args.quick else 'full'}), data under {base}", file=sys.stderr)
-    results = []
-    for label, make in series:
-        print(f"series: {label}", file=sys.stderr, flush=True)
-        results.append(run_series(label, make(), plan, args.skip_perf))
+    by_name: dict[str, dict[str, Any]] = {}
+    if paired:
+        print("series: raftstore (durable) and etcd 3.4 (durable), in alternating turns",
+              file=sys.stderr, flush=True)
+        a, b = run_paired({"A": (makers["raftstore"][0], makers["raftstore"][1]()),
+                           "B": (makers["etcd"][0], makers["etcd"][1]())},
+                          plan, args.skip_perf, args.rounds, args.perf_rounds)
+        by_name["raftstore"], by_name["etcd"] = a, b
+    for name in ("raftstore", "raftstore-nofsync", "etcd"):
+        if name in wanted and name not in by_name:
+            label, make = makers[name]
+            print(f"series: {label}", file=sys.stderr, flush=True)
+            by_name[name] = run_series(label, make(), plan, args.skip_perf)
+    results = [by_name[n] for n in ("raftstore", "raftstore-nofsync", "etcd") if n in by_name]
 
     table, ratios = report(results)
     print()
@@ -409,7 +588,7 @@ def main(argv: list[str] | None = None) -> int:
         if cp and "error" in cp:
             print(f"{r['label']}: check perf: {cp['error'][-200:]}")
     doc = {"machine": machine(), "plan": vars_plan(plan),
-           "series": results, "ratios_vs_etcd": ratios}
+           "series": without_raw(results), "ratios_vs_etcd": ratios}
     if args.out:
         Path(args.out).write_text(json.dumps(doc, indent=2) + "\n")
         print(f"\nwrote {args.out}")
