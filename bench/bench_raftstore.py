@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -298,6 +299,20 @@ async def grpc_phases(cluster: Cluster, plan: Plan, log: Callable[[str], None]) 
     return out
 
 
+def member_events(cluster: Cluster, limit: int = 60) -> list[str]:
+    """The lines of the members' logs that tell of elections, lost peers and stalls (for
+    a run with failed requests: the data dir, and with it the logs, is removed after it)."""
+    words = ("raft state", "leader is now", "took too long", "slow fdatasync", "lost",
+             "became leader", "elected leader", "lost leader")
+    out: list[str] = []
+    for m in cluster.members:
+        with contextlib.suppress(OSError):
+            for line in m.log_path.read_text(errors="replace").splitlines():
+                if any(w in line for w in words):
+                    out.append(f"{m.name}: {line[:240]}")
+    return out[-limit:]
+
+
 def run_series(label: str, cluster: Cluster, plan: Plan, skip_perf: bool) -> dict[str, Any]:
     def log(msg: str) -> None:
         print(f"  [{label}] {time.strftime('%H:%M:%S')} {msg}", file=sys.stderr, flush=True)
@@ -315,6 +330,7 @@ def run_series(label: str, cluster: Cluster, plan: Plan, skip_perf: bool) -> dic
         result["error"] = f"{type(exc).__name__}: {exc}"
         log(f"failed: {result['error']}")
     finally:
+        result["member_events"] = member_events(cluster)
         cluster.stop()
     return result
 
@@ -439,6 +455,8 @@ def run_paired(series: dict[str, tuple[str, Cluster]], plan: Plan, skip_perf: bo
             r["error"] = f"{type(exc).__name__}: {exc}"
         log(f"failed: {type(exc).__name__}: {exc}")
     finally:
+        for k, c in clusters.items():
+            results[k]["member_events"] = member_events(c)
         for c in started:
             c.stop()
     return list(results.values())
@@ -581,9 +599,14 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         if "error" in r:
             print(f"{r['label']}: FAILED: {r['error']}")
+        failed = False
         for phase, v in r.items():
             if isinstance(v, dict) and v.get("error_kinds"):
+                failed = True
                 print(f"{r['label']}: {phase}: failed requests: {v['error_kinds']}")
+        if failed or "error" in r:
+            for line in r.get("member_events", []):
+                print(f"  {line}")
         cp = r.get("check_perf")
         if cp and "error" in cp:
             print(f"{r['label']}: check perf: {cp['error'][-200:]}")
