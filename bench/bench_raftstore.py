@@ -1,6 +1,6 @@
 """Benchmark: a 3-member raftstore against a 3-member etcd, on this machine, in one run.
 
-    python bench/bench_raftstore.py --out bench-results.json          # about 13 minutes
+    python bench/bench_raftstore.py --out bench-results.json          # about 12 minutes
     python bench/bench_raftstore.py --quick --out /tmp/quick.json     # about 6 minutes
 
 Series (started through raftstore.launcher, loopback only):
