@@ -302,7 +302,7 @@ async def grpc_phases(cluster: Cluster, plan: Plan, log: Callable[[str], None]) 
 def member_events(cluster: Cluster, limit: int = 60) -> list[str]:
     """The lines of the members' logs that tell of elections, lost peers and stalls (for
     a run with failed requests: the data dir, and with it the logs, is removed after it)."""
-    words = ("raft state", "leader is now", "took too long", "slow fdatasync", "lost",
+    words = ("raft state", "leader is now", "took too long", "slow fdatasync", "lost", "stalled",
              "became leader", "elected leader", "lost leader")
     out: list[str] = []
     for m in cluster.members:

@@ -278,6 +278,9 @@ def member_id_for(name: str, peer_urls: list[str], token: str) -> int:
 
 
 _LONG_APPLY: Final = 0.1  # seconds; see _RaftNode._forgive_long_apply
+# A tick normally starts at most the poll timeout (0.05 s) plus the tick's work after the
+# previous one; a longer gap is logged (see Replication._run).
+_STALLED_TICK: Final = 0.3
 
 _ENTRY_BYTES: Final = 60_000  # see Replication._drain_inbox
 
@@ -857,7 +860,16 @@ class Replication:
 
     def _run(self) -> None:
         node = self._node
+        last = time.monotonic()
         while not self._stopping.is_set():
+            now = time.monotonic()
+            if now - last > _STALLED_TICK:
+                # The raft thread did not tick for a while (a slow sync or apply, a snapshot
+                # holding the GIL, no CPU): heartbeats stop for as long, which is what makes a
+                # peer start an election. Logged so that one can be traced to its cause.
+                log.warning("raft thread stalled: %.3fs between ticks (%s)", now - last,
+                            "leader" if node._isLeader() else "follower")
+            last = now
             try:
                 node.doTick(0.05)
             except Exception:  # keep the member alive; pysyncobj's own loop does the same

@@ -1106,3 +1106,23 @@ async def test_proposals_queued_while_a_wake_up_is_pending_write_nothing(
         assert writes < 100, writes
     finally:
         rep.stop()
+
+
+async def test_a_stalled_raft_thread_is_logged(tmp_path: object,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    """A raft thread that does not tick for a while sends no heartbeats, which is what makes
+    a peer start an election; the gap is logged so that an election can be traced to it."""
+    cfgs, sms = make_cluster(tmp_path, 1)
+    rep = Replication(cfgs[0], sms[0])
+    try:
+        await wait_leader([rep])
+        with caplog.at_level("WARNING", logger="raftstore.replication"):
+            rep._raft_calls.append(lambda: time.sleep(0.6))
+            rep._wake()
+            await _until(lambda: any("raft thread stalled" in r.getMessage()
+                                     for r in caplog.records), timeout=5.0)
+        stalls = [r.getMessage() for r in caplog.records if "stalled" in r.getMessage()]
+        assert len(stalls) == 1 and "(leader)" in stalls[0], stalls
+        assert await rep.propose(msgpack.packb(1)) is not None  # and it goes on
+    finally:
+        rep.stop()
