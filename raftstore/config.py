@@ -124,6 +124,9 @@ def is_loopback(host: str) -> bool:
             return False
 
 
+_MAX_ELECTION_MS: Final = 50_000
+
+
 def _int(name: str, raw: str, minimum: int) -> int:
     try:
         value = int(raw)
@@ -184,6 +187,15 @@ def parse(argv: Sequence[str] | None = None) -> Config:
         ns.cert_file and ns.key_file
     ):
         raise ConfigError("https client URLs need --cert-file and --key-file")
+    heartbeat_ms = _int("heartbeat-interval", ns.heartbeat_interval, 10)
+    election_ms = _int("election-timeout", ns.election_timeout, 50)
+    # etcd's checks and words (etcdmain's flag verification).
+    if 5 * heartbeat_ms > election_ms:
+        raise ConfigError(f"--election-timeout[{election_ms}ms] should be at least as 5 times "
+                          f"as --heartbeat-interval[{heartbeat_ms}ms]")
+    if election_ms > _MAX_ELECTION_MS:
+        raise ConfigError(f"--election-timeout[{election_ms}ms] is too long, and should be "
+                          f"set less than {_MAX_ELECTION_MS}ms")
     return Config(
         name=ns.name,
         data_dir=ns.data_dir or f"{ns.name}.raftstore",
@@ -200,7 +212,7 @@ def parse(argv: Sequence[str] | None = None) -> Config:
         unsafe_no_fsync=bool(ns.unsafe_no_fsync),
         cert_file=ns.cert_file,
         key_file=ns.key_file,
-        heartbeat_interval_ms=_int("heartbeat-interval", ns.heartbeat_interval, 10),
-        election_timeout_ms=_int("election-timeout", ns.election_timeout, 50),
+        heartbeat_interval_ms=heartbeat_ms,
+        election_timeout_ms=election_ms,
         log_level=ns.log_level,
     )

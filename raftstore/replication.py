@@ -798,8 +798,10 @@ class Replication:
             autoTick=False,
             appendEntriesUseBatch=True,
             appendEntriesPeriod=cfg.heartbeat,
-            raftMinTimeout=cfg.election_timeout / 2,
-            raftMaxTimeout=cfg.election_timeout,
+            # As etcd's raft: a follower that hears nothing from the leader campaigns after a
+            # random time in [--election-timeout, 2 x --election-timeout).
+            raftMinTimeout=cfg.election_timeout,
+            raftMaxTimeout=2 * cfg.election_timeout,
             leaderFallbackTimeout=max(cfg.election_timeout * 2, 1.0),
             # How long a peer may stay silent (with nothing waiting in its socket) before its
             # connection is dropped. Dead processes close their sockets; this is for a peer
@@ -871,6 +873,8 @@ class Replication:
                             "leader" if node._isLeader() else "follower")
             last = now
             try:
+                if not node._isLeader() and node._SyncObj__raftElectionDeadline < _pso_monotonic():
+                    self._read_before_campaigning()
                 node.doTick(0.05)
             except Exception:  # keep the member alive; pysyncobj's own loop does the same
                 log.exception("raft tick failed")
@@ -880,6 +884,15 @@ class Replication:
         except Exception:
             log.exception("raft shutdown failed")
         self._journal._destroy()
+
+    def _read_before_campaigning(self) -> None:
+        """(Raft thread) pysyncobj decides to campaign at the start of a tick, from the time
+        it last handled a leader's message, and reads its sockets only at the tick's end. A
+        raft thread that got no CPU (or no GIL) for a while after its last read would find its
+        election timeout passed while the leader's heartbeats wait unread in the socket, and
+        depose a healthy leader. So what is waiting is read first; a leader that is really gone
+        sent nothing, and the election goes ahead."""
+        self._node._poller.poll(0)
 
     def _wake(self) -> None:
         """(Any thread) make the raft thread's poll return now, unless a wake-up is already

@@ -62,6 +62,12 @@ def test_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
         (["--initial-cluster", "garbage"], "is not name=URL"),
         (["--listen-peer-urls", "127.0.0.1"], "invalid URL"),
         (["--snapshot-count", "many"], "must be an integer"),
+        # etcd's words for the same flags.
+        (["--heartbeat-interval", "100", "--election-timeout", "400"],
+         r"--election-timeout\[400ms\] should be at least as 5 times as "
+         r"--heartbeat-interval\[100ms\]"),
+        (["--election-timeout", "60000"],
+         r"--election-timeout\[60000ms\] is too long, and should be set less than 50000ms"),
     ],
 )
 def test_refusals(args: list[str], message: str) -> None:

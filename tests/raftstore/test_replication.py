@@ -1126,3 +1126,45 @@ async def test_a_stalled_raft_thread_is_logged(tmp_path: object,
         assert await rep.propose(msgpack.packb(1)) is not None  # and it goes on
     finally:
         rep.stop()
+
+
+async def test_a_follower_reads_waiting_heartbeats_before_it_campaigns(tmp_path: object) -> None:
+    """A follower's raft thread that got no CPU between its last read and its next tick finds
+    its election timeout passed while the leader's heartbeats wait in its socket; it reads them
+    and stays a follower, rather than deposing a healthy leader."""
+    cfgs, sms = make_cluster(tmp_path, 3, heartbeat=0.05, election_timeout=0.3)
+    reps = [Replication(c, s) for c, s in zip(cfgs, sms, strict=True)]
+    try:
+        leader = await wait_leader(reps)
+        term = leader.term()
+        follower = next(r for r in reps if r is not leader)
+        poller = follower._node._poller
+        read = poller.poll
+        stalled = threading.Event()
+
+        def poll_then_stall(timeout: float) -> None:
+            read(timeout)
+            if not stalled.is_set():
+                stalled.set()
+                time.sleep(1.0)  # past the longest election timeout (0.6 s); heartbeats arrive
+
+        poller.poll = poll_then_stall
+        await _until(stalled.is_set, timeout=5.0)
+        await asyncio.sleep(1.5)
+        assert [r.term() for r in reps] == [term] * 3
+        assert leader.is_leader() and follower.leader_id() == leader.member_id
+        assert await follower.propose(msgpack.packb(1)) == 1
+    finally:
+        for r in reps:
+            r.stop()
+
+
+def test_the_election_timeout_is_randomized_as_etcd_does(tmp_path: object) -> None:
+    """etcd campaigns after a random time in [election timeout, 2 x election timeout)."""
+    cfgs, sms = make_cluster(tmp_path, 1, election_timeout=0.4)
+    rep = Replication(cfgs[0], sms[0])
+    try:
+        conf = rep._node._SyncObj__conf
+        assert (conf.raftMinTimeout, conf.raftMaxTimeout) == (0.4, 0.8)
+    finally:
+        rep.stop()
