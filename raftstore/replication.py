@@ -45,6 +45,7 @@ import hashlib
 import logging
 import os
 import pickle
+import random
 import socket
 import struct
 import threading
@@ -838,6 +839,12 @@ class Replication:
         self._frame: _Frames | None = None
         others = [addr for name, addr in cfg.peers.items() if name != cfg.name]
         self._node = _RaftNode(self, cfg.self_peer, others, conf, self._journal)
+        # The first timeout after start is shorter, [1/2, 1) election timeout, as etcd's
+        # --initial-election-tick-advance shortens it: a new cluster elects its first leader
+        # sooner, while a restarted member still gives the leader several heartbeats to
+        # reach it before it campaigns.
+        self._node._SyncObj__raftElectionDeadline = _pso_monotonic() + cfg.election_timeout * (
+            0.5 + 0.5 * random.random())
         # True from a wake-up's write until the raft thread has read the pipe: proposals
         # that arrive meanwhile are taken by the tick that wake-up starts (it drains the
         # queues after reading the pipe), so they write nothing (see _wake).

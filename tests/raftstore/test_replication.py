@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import msgpack
 import pytest
+from pysyncobj.monotonic import monotonic as _pso_monotonic
 
 from raftstore import metrics
 from raftstore.consensus import ConsensusError
@@ -1160,11 +1161,14 @@ async def test_a_follower_reads_waiting_heartbeats_before_it_campaigns(tmp_path:
 
 
 def test_the_election_timeout_is_randomized_as_etcd_does(tmp_path: object) -> None:
-    """etcd campaigns after a random time in [election timeout, 2 x election timeout)."""
-    cfgs, sms = make_cluster(tmp_path, 1, election_timeout=0.4)
-    rep = Replication(cfgs[0], sms[0])
+    """etcd campaigns after a random time in [election timeout, 2 x election timeout), and
+    sooner the first time after start (its initial election tick advance)."""
+    cfgs, sms = make_cluster(tmp_path, 3, election_timeout=4.0)
+    rep = Replication(cfgs[0], sms[0])  # alone: connected to nobody, it never campaigns
     try:
         conf = rep._node._SyncObj__conf
-        assert (conf.raftMinTimeout, conf.raftMaxTimeout) == (0.4, 0.8)
+        assert (conf.raftMinTimeout, conf.raftMaxTimeout) == (4.0, 8.0)
+        first = rep._node._SyncObj__raftElectionDeadline - _pso_monotonic()
+        assert 1.0 < first <= 4.0
     finally:
         rep.stop()
