@@ -21,6 +21,8 @@ log = structlog.get_logger("raftstore")
 
 
 GC_THAW_INTERVAL = 900.0  # seconds between full collections of the frozen heap
+LOOP_CHECK_INTERVAL = 0.1  # seconds; see watch_loop_lag
+LOOP_STALLED = 0.3  # seconds late before it is logged
 GC_GEN0_THRESHOLD = 10_000  # allocations between collections of the youngest generation
 
 
@@ -62,6 +64,18 @@ async def thaw_gc() -> None:
         await asyncio.sleep(GC_THAW_INTERVAL)
         gc.unfreeze()
         gc.collect()
+
+
+async def watch_loop_lag() -> None:
+    """Log when this member's event loop ran more than ``LOOP_STALLED`` late: no request is
+    read or answered meanwhile (the raft thread's own gaps are logged by replication.py)."""
+    loop = asyncio.get_running_loop()
+    while True:
+        start = loop.time()
+        await asyncio.sleep(LOOP_CHECK_INTERVAL)
+        late = loop.time() - start - LOOP_CHECK_INTERVAL
+        if late > LOOP_STALLED:
+            log.warning("event loop stalled", seconds=round(late, 3))
 
 
 def configure_logging(level: str) -> None:
@@ -137,6 +151,7 @@ class Member:
         self._tasks.append(asyncio.create_task(run_lease_expiry(self.state, self.replication)))
         self._tasks.append(asyncio.create_task(self._publish()))
         self._tasks.append(asyncio.create_task(thaw_gc()))
+        self._tasks.append(asyncio.create_task(watch_loop_lag()))
         log.info("member started", name=self.cfg.name, clients=self.cfg.listen_client_urls,
                  peer=self.cfg.listen_peer_urls[0], member_id=f"{self.replication.member_id:x}",
                  fsync=not self.cfg.unsafe_no_fsync)
