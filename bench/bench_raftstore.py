@@ -303,6 +303,7 @@ def member_events(cluster: Cluster, limit: int = 60) -> list[str]:
     """The lines of the members' logs that tell of elections, lost peers and stalls (for
     a run with failed requests: the data dir, and with it the logs, is removed after it)."""
     words = ("raft state", "leader is now", "took too long", "slow fdatasync", "lost", "stalled",
+             "long gc pause",
              "became leader", "elected leader", "lost leader")
     out: list[str] = []
     for m in cluster.members:

@@ -23,6 +23,7 @@ log = structlog.get_logger("raftstore")
 GC_THAW_INTERVAL = 900.0  # seconds between full collections of the frozen heap
 LOOP_CHECK_INTERVAL = 0.1  # seconds; see watch_loop_lag
 LOOP_STALLED = 0.3  # seconds late before it is logged
+LONG_GC_PAUSE = 0.2  # seconds; a cyclic collection this long is logged
 GC_GEN0_THRESHOLD = 10_000  # allocations between collections of the youngest generation
 
 
@@ -45,7 +46,12 @@ def tune_gc() -> None:
             started[0] = time.perf_counter()
             return
         generation = info["generation"]
-        metrics.GC_PAUSE.labels(str(generation)).observe(time.perf_counter() - started[0])
+        pause = time.perf_counter() - started[0]
+        metrics.GC_PAUSE.labels(str(generation)).observe(pause)
+        if pause > LONG_GC_PAUSE:
+            # Every thread of the member waits for it: named, so a stall can be traced to it.
+            log.warning("long gc pause", generation=generation, seconds=round(pause, 3),
+                        collected=info.get("collected", 0))
         if generation == 2:
             gc.freeze()
 
