@@ -39,18 +39,20 @@ def tune_gc() -> None:
     import gc
     import time
 
-    started = [0.0]
+    started = [0.0, 0.0]
 
     def callback(phase: str, info: dict[str, int]) -> None:
         if phase == "start":
-            started[0] = time.perf_counter()
+            started[0], started[1] = time.perf_counter(), time.thread_time()
             return
         generation = info["generation"]
         pause = time.perf_counter() - started[0]
         metrics.GC_PAUSE.labels(str(generation)).observe(pause)
         if pause > LONG_GC_PAUSE:
             # Every thread of the member waits for it: named, so a stall can be traced to it.
+            # The CPU it took tells a large heap from a collection that waited for a core.
             log.warning("long gc pause", generation=generation, seconds=round(pause, 3),
+                        cpu=round(time.thread_time() - started[1], 3),
                         collected=info.get("collected", 0))
         if generation == 2:
             gc.freeze()
