@@ -2,8 +2,9 @@
 
 State, and the invariants that hold between two calls:
 
-- ``index`` maps every key that has at least one kept version to its ``KeyIndex``; ``keys``
-  holds exactly the same keys in byte order, so a range visits only the keys it selects.
+- ``index`` maps every key that has at least one kept version to its versions (an ``Entry``
+  of ``raftstore.mvcc.key_index``: the one version itself, or a list of them); ``keys`` holds
+  exactly the same keys in byte order, so a range visits only the keys it selects.
 - ``rev`` is the revision of the last committed write transaction, 1 on an empty store; no
   version above ``rev`` is in the index except those of the one open write transaction.
 - ``log[i]`` names the keys changed at revision ``log_start + i`` (one bytes object when a
@@ -13,9 +14,10 @@ State, and the invariants that hold between two calls:
 - After ``compact(c)`` no key keeps a version below its newest version at or below ``c``, and
   none keeps a tombstone at or below ``c``; ``log`` then names only keys whose version at
   ``c`` survived.
-- ``view_epoch`` counts ``snapshot_view`` calls. A ``KeyIndex`` whose ``epoch`` is older may be
-  held by a ``SnapshotView`` and is never changed in place: ``own_key_index`` swaps in a copy
-  first (the key chunks of ``keys`` and the lessor's key sets are copy-on-write the same way).
+- ``view_epoch`` counts ``snapshot_view`` calls. A list entry may be held by a ``SnapshotView``
+  and is changed in place only when its key is in ``owned`` (the list was made after the last
+  view); ``own_versions`` swaps in a copy first. Tuple entries are immutable. The key chunks of
+  ``keys`` and the lessor's key sets are copy-on-write too, by the epoch.
 
 Construct with ``KVStore()``: it owns its lessor as ``store.lessor``.
 """
@@ -30,7 +32,20 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgpack
 
-from raftstore.mvcc.key_index import KeyIndex
+from raftstore.mvcc.key_index import (
+    CREATE,
+    LEASE,
+    MOD,
+    VALUE,
+    VERSION,
+    Entry,
+    Version,
+    as_key_value,
+    from_versions,
+    latest_live,
+    live_at,
+    versions,
+)
 from raftstore.mvcc.keyrange import bounds
 from raftstore.mvcc.kvstore_compaction import compact_store
 from raftstore.mvcc.kvstore_txn import StoreTxnWrite
@@ -61,7 +76,7 @@ class KVStore:
     """Implements ``raftstore.mvcc.kv.KV``. Not thread-safe: the caller serialises calls."""
 
     def __init__(self) -> None:
-        self.index: dict[bytes, KeyIndex] = {}
+        self.index: dict[bytes, Entry] = {}
         self.keys = SortedKeys()
         self._rev = 1
         # etcd's compactMainRev starts at -1: Compact(0) on a store never compacted succeeds
@@ -71,9 +86,11 @@ class KVStore:
         self.log_start = 2
         self.watchers = WatcherGroup()
         self.lessor = LessorImpl(self)
-        # Bumped by every snapshot_view: a KeyIndex with an older epoch may be shared with a
-        # view, so writes go to a copy (own_key_index).
+        # Bumped by every snapshot_view (the lessor's copy-on-write goes by it).
         self.view_epoch = 0
+        # Keys whose list entry was made after the last snapshot_view: only those lists may be
+        # changed in place (own_versions).
+        self.owned: set[bytes] = set()
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -103,12 +120,12 @@ class KVStore:
             raise CompactedError(self._compact_rev)
         kvs: list[KeyValue] = []
         if end is None:  # a single key, no scan
-            ki = self.index.get(key)
-            kv = ki.live_at(rev) if ki is not None else None
-            if kv is None:
+            entry = self.index.get(key)
+            v = live_at(entry, rev) if entry is not None else None
+            if v is None:
                 return RangeResult(kvs=kvs, rev=cur_rev, count=0)
             if not opts.count_only:
-                kvs.append(kv)
+                kvs.append(as_key_value(v))
             return RangeResult(kvs=kvs, rev=cur_rev, count=1)
         b = bounds(key, end)
         if b is None:
@@ -117,12 +134,12 @@ class KVStore:
         limit = 0 if opts.count_only else (opts.limit if opts.limit > 0 else -1)
         count = 0
         for k in self.keys.irange(*b):
-            kv = index[k].live_at(rev)
-            if kv is None:
+            v = live_at(index[k], rev)
+            if v is None:
                 continue
             count += 1
             if limit < 0 or len(kvs) < limit:
-                kvs.append(kv)
+                kvs.append(as_key_value(v))
         return RangeResult(kvs=kvs, rev=cur_rev, count=count)
 
     # -- writes --------------------------------------------------------------------------
@@ -130,26 +147,26 @@ class KVStore:
     def write(self) -> StoreTxnWrite:
         return StoreTxnWrite(self)
 
-    def commit(self, begin_rev: int, changes: list[KeyValue]) -> None:
+    def commit(self, begin_rev: int, changes: list[Version]) -> None:
         """Publish a write transaction's ``changes`` (all at ``begin_rev + 1``): bump the
         revision, log the keys, hand the events to the watchers."""
         rev = begin_rev + 1
         self._rev = rev
         if len(changes) == 1:
-            self.log.append(changes[0].key)
+            self.log.append(changes[0][0])
         else:
-            self.log.append(tuple(kv.key for kv in changes))
+            self.log.append(tuple(v[0] for v in changes))
         if self.watchers:
             index = self.index
-            events = [
-                Event(
-                    type=EventType.DELETE if kv.version == 0 else EventType.PUT,
-                    kv=kv,
-                    # etcd fills prev_kv with the key read at rev - 1.
-                    prev_kv=index[kv.key].live_at(begin_rev),
-                )
-                for kv in changes
-            ]
+            events = []
+            for v in changes:
+                # etcd fills prev_kv with the key read at rev - 1.
+                prev = live_at(index[v[0]], begin_rev)
+                events.append(Event(
+                    type=EventType.DELETE if v[VERSION] == 0 else EventType.PUT,
+                    kv=as_key_value(v),
+                    prev_kv=None if prev is None else as_key_value(prev),
+                ))
             self.watchers.notify(rev, events)
 
     def compact(self, rev: int) -> None:
@@ -205,47 +222,57 @@ class KVStore:
         h = crc(b"mvcc-kv")
         index = self.index
         for k in self.keys:
-            for kv in index[k].revs:
-                if kv.mod_revision > rev:
+            for v in versions(index[k]):
+                if v[MOD] > rev:
                     break
                 h = crc(
-                    pack(len(k), kv.mod_revision, kv.create_revision, kv.version, kv.lease,
-                         len(kv.value)),
-                    h,
-                )
+                    pack(len(k), v[MOD], v[CREATE], v[VERSION], v[LEASE], len(v[VALUE])), h)
                 h = crc(k, h)
-                h = crc(kv.value, h)
+                h = crc(v[VALUE], h)
         return h, self._compact_rev, self._rev
 
     def version_count(self) -> int:
         """Versions kept (tombstones included): what compaction frees."""
-        return sum(len(ki.revs) for ki in self.index.values())
+        return sum(len(e) if e.__class__ is list else 1 for e in self.index.values())
 
     def key_count(self) -> int:
         """Keys live at the current revision."""
-        return sum(1 for ki in self.index.values() if ki.latest_live() is not None)
+        return sum(1 for e in self.index.values() if latest_live(e) is not None)
 
-    def own_key_index(self, key: bytes, ki: KeyIndex) -> KeyIndex:
-        """``ki`` (which is ``index[key]``) ready to be changed: itself when no snapshot view
-        can hold it, else a copy that replaces it in the index (copy-on-write). Every change to
-        a key's versions goes through here."""
-        if ki.epoch == self.view_epoch:
-            return ki
-        ki = ki.copy(self.view_epoch)
-        self.index[key] = ki
-        return ki
+    def own_versions(self, key: bytes, entry: Entry) -> Entry:
+        """``entry`` (which is ``index[key]``) ready to be changed in place by the functions of
+        ``key_index``: a tuple as it is (they replace it), a list no snapshot view can hold as
+        it is, else a copy that replaces it in the index (copy-on-write). Every change to a
+        key's versions goes through here, and through ``set_versions`` after."""
+        if entry.__class__ is not list or key in self.owned:
+            return entry
+        copy: list[Version] = entry[:]
+        self.index[key] = copy
+        self.owned.add(key)
+        return copy
+
+    def set_versions(self, key: bytes, old: Entry, new: Entry | None) -> None:
+        """Put what a ``key_index`` function made of ``old`` (``own_versions``' result) in
+        the index; None drops the key from the index (not from ``keys``: the caller's)."""
+        if new is None:
+            del self.index[key]
+        elif new is not old:
+            self.index[key] = new
+            if new.__class__ is list:
+                self.owned.add(key)
 
     def snapshot_view(self) -> SnapshotView:
         """A consistent capture of the whole state, cheap enough for the raft thread: shallow
-        copies of the index dict (key -> KeyIndex), of the sorted keys' chunk list, of the log
-        and of the lease table; a few ms for 100,000 keys. What those copies point to (KeyIndex
-        objects, key chunks, lease key sets) is shared copy-on-write: the view epoch is bumped,
-        so the store copies each one before its next change (``own_key_index``, the lessor,
-        ``SortedKeys.share``). Later writes, compactions, lease changes and restores therefore
-        leave the view alone. ``view.write(f)`` streams the same bytes as ``snapshot`` from
-        any thread (see ``raftstore.mvcc.snapshot``)."""
+        copies of the index dict (key -> versions), of the sorted keys' chunk list, of the log
+        and of the lease table; a few ms for 100,000 keys. What those copies point to (version
+        lists, key chunks, lease key sets) is shared copy-on-write: ``owned`` is emptied and the
+        view epoch bumped, so the store copies each one before its next change
+        (``own_versions``, the lessor, ``SortedKeys.share``). Later writes, compactions, lease
+        changes and restores therefore leave the view alone. ``view.write(f)`` streams the
+        same bytes as ``snapshot`` from any thread (see ``raftstore.mvcc.snapshot``)."""
         view = self._capture(shared=True)
         self.view_epoch += 1
+        self.owned = set()
         return view
 
     def _capture(self, shared: bool) -> SnapshotView:
@@ -275,16 +302,15 @@ class KVStore:
         ValueError, leaving the store as it was, for a snapshot it cannot read or a delta
         that does not follow."""
         state = _unpack_snapshot(data)
-        index: dict[bytes, KeyIndex] = {}
-        epoch = self.view_epoch
-        for key, versions in state["kvs"]:
-            ki = KeyIndex(epoch=epoch)
-            ki.revs = _key_values(key, versions)
-            index[key] = ki
+        index: dict[bytes, Entry] = {}
+        for key, rows in state["kvs"]:
+            entry = from_versions(_versions(key, rows))
+            if entry is not None:
+                index[key] = entry
         rev = int(state["rev"])
         compact_rev = int(state["compact_rev"])
         log_start = int(state["log_start"])
-        log = [_log_entry(e) for e in state["log"]]
+        log = [_logfrom_versions(e) for e in state["log"]]
         leases = state["leases"]
         for n, delta in enumerate(deltas, 1):
             d = _unpack_snapshot(delta)
@@ -293,18 +319,19 @@ class KVStore:
                     f"mvcc: snapshot delta {n} applies to revision {d.get('base_rev')} "
                     f"(compacted at {d.get('compact_rev')}), not {rev} ({compact_rev})")
             dkeys = [key for key, _ in d["kvs"]]
-            for key, versions in d["kvs"]:
-                kvs = _key_values(key, versions)
-                if not kvs:
+            for key, rows in d["kvs"]:
+                vs = _versions(key, rows)
+                if not vs:
                     raise ValueError(f"mvcc: snapshot delta {n} names a key without versions")
                 old = index.get(key)
-                if old is None:
-                    index[key] = old = KeyIndex(epoch=epoch)
-                elif old.revs and kvs[0].mod_revision <= old.revs[-1].mod_revision:
-                    raise ValueError(f"mvcc: snapshot delta {n} rewrites a version")
-                old.revs.extend(kvs)
+                if old is not None:
+                    kept = versions(old)
+                    if vs[0][MOD] <= kept[-1][MOD]:
+                        raise ValueError(f"mvcc: snapshot delta {n} rewrites a version")
+                    vs[:0] = kept
+                index[key] = from_versions(vs)  # type: ignore[assignment]
             try:
-                log.extend(_log_entry([dkeys[i] for i in e]) for e in d["log"])
+                log.extend(_logfrom_versions([dkeys[i] for i in e]) for e in d["log"])
             except (IndexError, TypeError):
                 raise ValueError(f"mvcc: snapshot delta {n} logs a key it does not hold") from None
             rev = int(d["rev"])
@@ -312,6 +339,7 @@ class KVStore:
         if len(log) != rev + 1 - log_start:
             raise ValueError("mvcc: snapshot log does not cover its revisions")
         self.index = index
+        self.owned = set()
         self.keys = SortedKeys(sorted(index))
         self._rev = rev
         self._compact_rev = compact_rev
@@ -331,15 +359,13 @@ def _unpack_snapshot(data: bytes) -> dict[str, Any]:
     return state
 
 
-def _key_values(key: bytes, versions: list[list[Any]]) -> list[KeyValue]:
-    return [
-        KeyValue(key=key, create_revision=create, mod_revision=mod, version=version,
-                 value=value, lease=lease)
-        for mod, create, version, value, lease in versions
-    ]
+def _versions(key: bytes, rows: list[list[Any]]) -> list[Version]:
+    return [(key, create, mod, version, value, lease)
+            for mod, create, version, value, lease in rows]
 
 
-def _log_entry(e: list[bytes]) -> LogEntry:
+
+def _logfrom_versions(e: list[bytes]) -> LogEntry:
     return None if not e else e[0] if len(e) == 1 else tuple(e)
 
 if TYPE_CHECKING:  # mypy proves the classes satisfy the boundary Protocols

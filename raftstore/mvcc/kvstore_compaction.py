@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from raftstore.mvcc.key_index import at, compacted
+
 if TYPE_CHECKING:
     from raftstore.mvcc.kvstore import KVStore
 
@@ -31,13 +33,13 @@ def compact_store(store: KVStore, old: int, rev: int) -> None:
     index = store.index
     removed: list[bytes] = []
     for key in touched:
-        ki = index.get(key)
-        if ki is None:
+        found = index.get(key)
+        if found is None:
             continue
-        ki = store.own_key_index(key, ki)
-        ki.compact(rev)
-        if not ki.revs:
-            del index[key]
+        mine = store.own_versions(key, found)
+        left = compacted(mine, rev)
+        store.set_versions(key, mine, left)
+        if left is None:
             removed.append(key)
     if len(removed) > 64 and len(removed) * 8 > len(store.keys):
         store.keys.reset(k for k in store.keys if k in index)
@@ -57,7 +59,7 @@ def compact_store(store: KVStore, old: int, rev: int) -> None:
             keys = (entry,) if isinstance(entry, bytes) else entry
             kept: dict[bytes, None] = {}
             for key in reversed(keys):  # the last write of a key at ``rev`` is its survivor
-                if key not in kept and (ki := index.get(key)) is not None and ki.at(rev):
+                if key not in kept and (e := index.get(key)) is not None and at(e, rev):
                     kept[key] = None
             survivors = list(reversed(kept))
             log[0] = (

@@ -11,7 +11,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from raftstore.mvcc.key_index import KeyIndex
+from raftstore.mvcc.key_index import (
+    CREATE,
+    LEASE,
+    VERSION,
+    Version,
+    as_key_value,
+    latest,
+    without_last,
+)
 from raftstore.mvcc.keyrange import bounds
 from raftstore.mvcc.types import KeyValue, LeaseNotFoundError, RangeOptions, RangeResult
 
@@ -32,7 +40,7 @@ class StoreTxnWrite:
         self._store = store
         self._begin_rev = store.rev
         # Every version written, in operation order: the order of the txn's watch events.
-        self._changes: list[KeyValue] = []
+        self._changes: list[Version] = []
         # (key, key index created by this txn, lease before, lease after) per change.
         self._undo: list[tuple[bytes, bool, int, int]] = []
         self._done = False
@@ -60,38 +68,38 @@ class StoreTxnWrite:
         if lease and lease not in lessor:
             raise LeaseNotFoundError()
         rev = self._begin_rev + 1
-        ki = store.index.get(key)
-        created = ki is None
-        if ki is None:
+        index = store.index
+        entry = index.get(key)
+        created = entry is None
+        if entry is None:
             prev = None
         else:
-            key = ki.revs[-1].key  # share one bytes object across the key's versions
-            prev = ki.latest_live()
+            last = latest(entry)
+            key = last[0]  # share one bytes object across the key's versions
+            prev = last if last[VERSION] else None
+        v: Version
         if prev is None:
-            kv = KeyValue(
-                key=key, create_revision=rev, mod_revision=rev, version=1, value=value,
-                lease=lease,
-            )
+            v = (key, rev, rev, 1, value, lease)
             old_lease = 0
         else:
-            kv = KeyValue(
-                key=key, create_revision=prev.create_revision, mod_revision=rev,
-                version=prev.version + 1, value=value, lease=lease,
-            )
-            old_lease = prev.lease
-        if ki is None:
-            store.index[key] = KeyIndex(kv, store.view_epoch)
+            v = (key, prev[CREATE], rev, prev[VERSION] + 1, value, lease)
+            old_lease = prev[LEASE]
+        if entry is None:
+            index[key] = v
             store.keys.add(key)
+        elif entry.__class__ is list:
+            store.own_versions(key, entry).append(v)  # type: ignore[union-attr]
         else:
-            store.own_key_index(key, ki).append(kv)
+            index[key] = [entry, v]  # type: ignore[list-item]
+            store.owned.add(key)
         if old_lease != lease:
             if old_lease:
                 lessor.detach(old_lease, key)
             if lease:
                 lessor.attach(lease, key)
-        self._changes.append(kv)
+        self._changes.append(v)
         self._undo.append((key, created, old_lease, lease))
-        return prev
+        return None if prev is None else as_key_value(prev)
 
     def delete_range(self, key: bytes, end: bytes | None) -> list[KeyValue]:
         self._check()
@@ -100,33 +108,39 @@ class StoreTxnWrite:
         b = bounds(key, end)
         if b is None:
             return []
-        # The index holds nothing above this txn's revision, so "latest" is the txn's view.
+        # The index holds nothing above this txn's revision, so the latest version is the txn's
+        # view of a key.
+        live: list[Version]
         if end is None:
-            ki = index.get(key)
-            live = [ki] if ki is not None and ki.latest_live() is not None else []
+            entry = index.get(key)
+            live = [last] if entry is not None and (last := latest(entry))[VERSION] else []
         else:
-            live = [ki for k in store.keys.irange(*b) if (ki := index[k]).latest_live()]
+            live = [last for k in store.keys.irange(*b)
+                    if (last := latest(index[k]))[VERSION]]
         rev = self._begin_rev + 1
         lessor = store.lessor
-        deleted: list[KeyValue] = []
         # One loop iteration per key of a possibly large range (check perf's cleanup deletes
-        # 60,000 keys in one request, which every member applies): ``tombstone`` and
-        # ``own_key_index``'s common case (no snapshot view holds the key) written out here.
-        epoch = store.view_epoch
-        own = store.own_key_index
+        # 60,000 keys in one request, which every member applies): ``key_index.tombstone``
+        # and ``appended`` written out here.
+        owned = store.owned
         changes = self._changes
         undo = self._undo
-        for ki in live:
-            prev = ki.revs[-1]
-            key = prev.key
-            tomb = KeyValue(key=key, create_revision=0, mod_revision=rev, version=0, value=b"")
-            (ki if ki.epoch == epoch else own(key, ki)).revs.append(tomb)
-            if prev.lease:
-                lessor.detach(prev.lease, key)
+        for prev in live:
+            key = prev[0]
+            tomb: Version = (key, 0, rev, 0, b"", 0)
+            entry = index[key]
+            if entry.__class__ is not list:
+                index[key] = [entry, tomb]  # type: ignore[list-item]
+                owned.add(key)
+            elif key in owned:
+                entry.append(tomb)
+            else:
+                store.own_versions(key, entry).append(tomb)  # type: ignore[union-attr]
+            if prev[LEASE]:
+                lessor.detach(prev[LEASE], key)
             changes.append(tomb)
-            undo.append((key, False, prev.lease, 0))
-            deleted.append(prev)
-        return deleted
+            undo.append((key, False, prev[LEASE], 0))
+        return [as_key_value(prev) for prev in live]
 
     def end(self) -> int:
         """Commit. A transaction that changed nothing leaves the revision alone."""
@@ -145,9 +159,9 @@ class StoreTxnWrite:
         store = self._store
         lessor = store.lessor
         for key, created, old_lease, new_lease in reversed(self._undo):
-            store.own_key_index(key, store.index[key]).revs.pop()
+            entry = store.own_versions(key, store.index[key])
+            store.set_versions(key, entry, without_last(entry))
             if created:
-                del store.index[key]
                 store.keys.remove(key)
             if old_lease != new_lease:
                 if new_lease and new_lease in lessor:

@@ -6,7 +6,7 @@ equal to the ``lease`` field of each key's live version by the store's write tra
 reset on grant, keep-alive, promotion and restore.
 
 A lease's key set may be held by a snapshot view (``capture``): it is then copied before its
-next change, as the store does for key indexes (``_Lease.epoch`` against the store's
+next change, as the store does for lists of versions (``_Lease.epoch`` against the store's
 ``view_epoch``).
 """
 
@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from raftstore.mvcc.key_index import LEASE, latest_live
 from raftstore.mvcc.lease import MAX_LEASE_TTL, MIN_LEASE_TTL
 from raftstore.mvcc.types import LeaseExistsError, LeaseNotFoundError, LeaseTTLTooLargeError
 
@@ -117,9 +118,9 @@ class LessorImpl:
 
     def lease_of(self, key: bytes) -> int:
         """The lease the key's live version is attached to (0: none or no such key)."""
-        ki = self._store.index.get(key)
-        kv = ki.latest_live() if ki is not None else None
-        return kv.lease if kv is not None else 0
+        entry = self._store.index.get(key)
+        v = latest_live(entry) if entry is not None else None
+        return v[LEASE] if v is not None else 0
 
     def dump(self) -> list[list[Any]]:
         """Replicated lease state for a snapshot: [id, ttl, sorted keys] by id."""

@@ -5,14 +5,13 @@ Packing the whole store in one ``msgpack.packb`` call holds the GIL for as long 
 among them. So a snapshot is taken in two steps:
 
 1. ``KVStore.snapshot_view()``, in the thread that owns the store (between two applies), makes
-   shallow copies only: the index dict (key -> ``KeyIndex``), the list of sorted-key chunks,
+   shallow copies only: the index dict (key -> its versions), the list of sorted-key chunks,
    the revision log (its entries are bytes, tuples or None, replaced and never mutated in
    place), the lease table (id, ttl, key set), and the revisions. What they point to is shared
-   copy-on-write: the store bumps its view epoch and copies a ``KeyIndex``
-   (``KVStore.own_key_index``), a key chunk (``SortedKeys``) or a lease's key set
-   (``LessorImpl``) captured before it, before changing it; versions are frozen ``KeyValue``
-   objects. Nothing the store does afterwards (writes, aborts, compaction, lease revokes, a
-   restore) reaches into what the view holds.
+   copy-on-write: the store copies a list of versions (``KVStore.own_versions``), a key chunk
+   (``SortedKeys``) or a lease's key set (``LessorImpl``) captured before it, before changing
+   it; versions are tuples. Nothing the store does afterwards (writes, aborts, compaction,
+   lease revokes, a restore) reaches into what the view holds.
 2. ``SnapshotView.write(f)``, in any thread, streams the msgpack document with explicit map and
    array headers, one batch of keys (or log entries, or lease keys) per ``Packer`` round, and
    yields the GIL between batches. The bytes are exactly what one ``msgpack.packb`` of the
@@ -45,8 +44,10 @@ from typing import TYPE_CHECKING, BinaryIO, Final
 
 import msgpack
 
+from raftstore.mvcc.key_index import CREATE, LEASE, MOD, VALUE, VERSION, since, versions
+
 if TYPE_CHECKING:
-    from raftstore.mvcc.key_index import KeyIndex
+    from raftstore.mvcc.key_index import Entry
     from raftstore.mvcc.kvstore import LogEntry
 
 SNAPSHOT_FORMAT: Final = 1
@@ -78,7 +79,7 @@ class SnapshotView:
         log_start: int,
         key_chunks: list[list[bytes]],
         key_count: int,
-        index: dict[bytes, KeyIndex],
+        index: dict[bytes, Entry],
         log: list[LogEntry],
         leases: Sequence[tuple[int, int, Set[bytes]]],
     ) -> None:
@@ -197,7 +198,7 @@ class _BatchWriter:
         self.packer.reset()
         _yield()
 
-    def versions(self, index: dict[bytes, KeyIndex], keys: Iterator[bytes], count: int,
+    def versions(self, index: dict[bytes, Entry], keys: Iterator[bytes], count: int,
                  above: int) -> None:
         """``count`` keys (``keys``), each with its versions of mod_revision above
         ``above`` as [mod_revision, create_revision, version, value, lease] rows."""
@@ -207,12 +208,11 @@ class _BatchWriter:
             size = 0
             for key in batch:
                 row = []
-                ki = index[key]
-                for kv in ki.since(above) if above else ki.revs:
-                    value = kv.value
+                entry = index[key]
+                for v in since(entry, above) if above else versions(entry):
+                    value = v[VALUE]
                     size += len(value)
-                    row.append([kv.mod_revision, kv.create_revision, kv.version, value,
-                                kv.lease])
+                    row.append([v[MOD], v[CREATE], v[VERSION], value, v[LEASE]])
                 pack([key, row])
                 if size >= _BYTES_PER_BATCH:
                     self.flush()

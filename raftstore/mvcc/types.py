@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class KeyValue:
+class KeyValue(NamedTuple):
     """One version of one key, as etcd's ``mvccpb.KeyValue``.
 
     For a DELETE event's ``kv`` only ``key`` and ``mod_revision`` (the deleting revision) are
     set, the rest are zero, exactly as etcd sends them.
+
+    A named tuple: the store keeps each version as a plain tuple of these fields in this
+    order, which the cyclic garbage collector does not track, and hands out a ``KeyValue``
+    built from it in one step (``raftstore.mvcc.key_index``).
     """
 
     key: bytes

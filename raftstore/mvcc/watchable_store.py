@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from raftstore.mvcc.key_index import VERSION, Version, as_key_value, at, live_at
 from raftstore.mvcc.keyrange import bounds, in_range
-from raftstore.mvcc.types import Event, EventType, KeyValue
+from raftstore.mvcc.types import Event, EventType
 
 if TYPE_CHECKING:
     from raftstore.mvcc.kvstore import KVStore
@@ -37,9 +38,10 @@ class _Watcher:
     hi: bytes | None = None
 
 
-def _event(kv: KeyValue, prev: KeyValue | None) -> Event:
+def _event(v: Version, prev: Version | None) -> Event:
     return Event(
-        type=EventType.DELETE if kv.version == 0 else EventType.PUT, kv=kv, prev_kv=prev
+        type=EventType.DELETE if v[VERSION] == 0 else EventType.PUT, kv=as_key_value(v),
+        prev_kv=None if prev is None else as_key_value(prev),
     )
 
 
@@ -57,8 +59,8 @@ def events_at(store: KVStore, rev: int, key: bytes, end: bytes | None) -> list[E
     if isinstance(entry, bytes):
         if not in_range(entry, key, end):
             return []
-        ki = index[entry]
-        return [_event(kv, ki.live_at(rev - 1)) for kv in ki.at(rev)]
+        e = index[entry]
+        return [_event(v, live_at(e, rev - 1)) for v in at(e, rev)]
     out: list[Event] = []
     seen: dict[bytes, int] = {}  # a key written twice in one txn: n-th mention, n-th version
     for k in entry:
@@ -66,10 +68,10 @@ def events_at(store: KVStore, rev: int, key: bytes, end: bytes | None) -> list[E
             continue
         n = seen.get(k, 0)
         seen[k] = n + 1
-        ki = index[k]
-        versions = ki.at(rev)
-        if n < len(versions):
-            out.append(_event(versions[n], ki.live_at(rev - 1)))
+        e = index[k]
+        written = at(e, rev)
+        if n < len(written):
+            out.append(_event(written[n], live_at(e, rev - 1)))
     return out
 
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from raftstore.mvcc.key_index import versions
 from raftstore.mvcc.kvstore import KVStore
 from raftstore.mvcc.types import CompactedError, FutureRevError, KeyValue, RangeOptions
 
@@ -161,12 +162,12 @@ def test_compaction_keeps_versions_above_rev() -> None:
     put(s, b"b", b"1")  # 6
     delete(s, b"b")  # 7
     s.compact(3)
-    assert [kv.mod_revision for kv in s.index[b"a"].revs] == [3, 4, 5]
+    assert [v[2] for v in versions(s.index[b"a"])] == [3, 4, 5]
     s.compact(4)
-    assert [kv.mod_revision for kv in s.index[b"a"].revs] == [5]
+    assert [v[2] for v in versions(s.index[b"a"])] == [5]
     assert get(s, b"a", rev=4) is None
     s.compact(6)
-    assert [kv.mod_revision for kv in s.index[b"b"].revs] == [6, 7]
+    assert [v[2] for v in versions(s.index[b"b"])] == [6, 7]
     s.compact(7)
     assert b"b" not in s.index
     assert keys(s, b"\0", b"\0") == [b"a"]

@@ -13,6 +13,7 @@ import msgpack
 import pytest
 
 from raftstore.mvcc import snapshot as snapshot_mod
+from raftstore.mvcc.key_index import as_key_value, versions
 from raftstore.mvcc.kvstore import KVStore
 from raftstore.mvcc.snapshot import SnapshotView
 
@@ -30,7 +31,7 @@ def reference_snapshot(s: KVStore) -> bytes:
         "compact_rev": s.compact_rev,
         "kvs": [
             [k, [[kv.mod_revision, kv.create_revision, kv.version, kv.value, kv.lease]
-                 for kv in index[k].revs]]
+                 for kv in map(as_key_value, versions(index[k]))]]
             for k in s.keys
         ],
         "log_start": s.log_start,
