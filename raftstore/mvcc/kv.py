@@ -7,7 +7,7 @@ is held and must not block (hand the events to another thread or loop and return
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from raftstore.mvcc.types import Event, KeyValue, RangeOptions, RangeResult
@@ -27,7 +27,7 @@ class TxnWrite(Protocol):
         Returns the previous live KeyValue or None. Raises LeaseNotFoundError when ``lease``
         is not 0 and unknown. The key must be non-empty (checked by the caller)."""
 
-    def delete_range(self, key: bytes, end: bytes | None) -> list[KeyValue]:
+    def delete_range(self, key: bytes, end: bytes | None) -> Sequence[KeyValue]:
         """Delete every live key in [key, end) (``end`` None: only ``key``; ``end`` == b"\\0":
         every key >= ``key``). Returns the deleted KeyValues (their last live versions), in
         key order. Writes tombstones; detaches keys from their leases."""

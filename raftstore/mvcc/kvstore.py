@@ -28,6 +28,7 @@ import io
 import struct
 import zlib
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Final
 
 import msgpack
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
     from raftstore.mvcc.lease import Lessor
 
 _HASH_FIELDS: Final = struct.Struct(">QqqqqQ")
+_KEY_OF: Final = itemgetter(0)
 
 LogEntry = bytes | tuple[bytes, ...] | None
 
@@ -155,7 +157,7 @@ class KVStore:
         if len(changes) == 1:
             self.log.append(changes[0][0])
         else:
-            self.log.append(tuple(v[0] for v in changes))
+            self.log.append(tuple(map(_KEY_OF, changes)))
         if self.watchers:
             index = self.index
             events = []

@@ -15,6 +15,7 @@ from raftstore.mvcc.key_index import (
     CREATE,
     LEASE,
     VERSION,
+    KeyValues,
     Version,
     as_key_value,
     latest,
@@ -101,13 +102,13 @@ class StoreTxnWrite:
         self._undo.append((key, created, old_lease, lease))
         return None if prev is None else as_key_value(prev)
 
-    def delete_range(self, key: bytes, end: bytes | None) -> list[KeyValue]:
+    def delete_range(self, key: bytes, end: bytes | None) -> KeyValues:
         self._check()
         store = self._store
         index = store.index
         b = bounds(key, end)
         if b is None:
-            return []
+            return KeyValues([])
         # The index holds nothing above this txn's revision, so the latest version is the txn's
         # view of a key.
         live: list[Version]
@@ -140,7 +141,7 @@ class StoreTxnWrite:
                 lessor.detach(prev[LEASE], key)
             changes.append(tomb)
             undo.append((key, False, prev[LEASE], 0))
-        return [as_key_value(prev) for prev in live]
+        return KeyValues(live)
 
     def end(self) -> int:
         """Commit. A transaction that changed nothing leaves the revision alone."""

@@ -134,3 +134,19 @@ def test_the_store_keeps_no_object_the_collector_tracks_per_key() -> None:
     rr = store.range(b"/k/00000", None, RangeOptions())
     assert rr.kvs == [KeyValue(key=b"/k/00000", create_revision=2, mod_revision=2002,
                                version=2, value=b"y")]
+
+
+def test_a_delete_hands_out_key_values_only_when_read() -> None:
+    store = KVStore()
+    for i in range(3):
+        txn = store.write()
+        txn.put(b"/d/%d" % i, b"v%d" % i)
+        txn.end()
+    txn = store.write()
+    deleted = txn.delete_range(b"/d/", b"/d0")
+    txn.end()
+    assert len(deleted) == 3
+    assert [kv.value for kv in deleted] == [b"v0", b"v1", b"v2"]
+    assert deleted[1] == KeyValue(key=b"/d/1", create_revision=3, mod_revision=3, version=1,
+                                  value=b"v1")
+    assert deleted[1:] == list(deleted)[1:] and deleted == list(deleted)
