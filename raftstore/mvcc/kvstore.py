@@ -258,6 +258,7 @@ class KVStore:
         the index; None drops the key from the index (not from ``keys``: the caller's)."""
         if new is None:
             del self.index[key]
+            self.owned.discard(key)  # the set holds no key the index dropped
         elif new is not old:
             self.index[key] = new
             if new.__class__ is list:
