@@ -109,6 +109,8 @@ class KeyValues(Sequence[KeyValue]):
             yield _new_tuple(KeyValue, v)
 
     def __eq__(self, other: object) -> bool:
+        if isinstance(other, KeyValues):
+            return self._versions == other._versions
         return list(self) == other if isinstance(other, list) else NotImplemented
 
     __hash__ = None  # type: ignore[assignment]

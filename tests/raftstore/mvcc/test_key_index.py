@@ -4,6 +4,7 @@ import gc
 
 from raftstore.mvcc.key_index import (
     Entry,
+    KeyValues,
     Version,
     appended,
     as_key_value,
@@ -150,3 +151,4 @@ def test_a_delete_hands_out_key_values_only_when_read() -> None:
     assert deleted[1] == KeyValue(key=b"/d/1", create_revision=3, mod_revision=3, version=1,
                                   value=b"v1")
     assert deleted[1:] == list(deleted)[1:] and deleted == list(deleted)
+    assert deleted == KeyValues([tuple(kv) for kv in deleted])  # type: ignore[misc]
