@@ -40,7 +40,7 @@ import heapq
 import time
 from collections.abc import Iterator, Sequence, Set
 from itertools import chain, islice
-from typing import TYPE_CHECKING, BinaryIO, Final
+from typing import TYPE_CHECKING, BinaryIO, Final, TypeVar
 
 import msgpack
 
@@ -52,17 +52,37 @@ if TYPE_CHECKING:
 
 SNAPSHOT_FORMAT: Final = 1
 
-# One batch is packed, written and followed by a GIL yield. Each bound keeps a batch to a few
-# milliseconds: keys (their versions' values also count against the byte budget), log entries,
-# lease keys per sort / merge step.
+_T = TypeVar("_T")
+
+# One batch is packed and written to the file: keys (their versions' values also count
+# against the byte budget), log entries, lease keys per sort / merge step.
 _KEYS_PER_BATCH: Final = 512
 _BYTES_PER_BATCH: Final = 1 << 20
-_LOG_PER_BATCH: Final = 4096
+_LOG_PER_BATCH: Final = 1024
 _SORT_RUN: Final = 4096
+# The writer gives up the GIL far more often than it writes: after this many keys' rows (a
+# tenth to a fifth of a millisecond here), or this many log positions. The member's event
+# loop, raft thread and gRPC threads each take the GIL many times per request, and every time
+# the writer held it they waited until it let go: with a yield per 512 keys (a few ms), puts
+# sent to a member writing a snapshot delta took 0.25-0.65 s (a probe putting every 20 ms
+# during two `check perf` runs: 9-16 such puts per run, slowest request 0.27-1.1 s); with one
+# per 32 keys none did, apart from the clean-up DeleteRange's apply (slowest 0.16-0.31 s).
+_KEYS_PER_YIELD: Final = 32
+_ITEMS_PER_YIELD: Final = 1024
 
 
 def _yield() -> None:
     time.sleep(0)  # releases the GIL: a waiting thread (the raft thread) runs now
+
+
+def _stepped(items: Sequence[_T]) -> Iterator[Sequence[_T]]:
+    """``items`` in slices of ``_ITEMS_PER_YIELD``, with a GIL yield between two (a log entry
+    of a DeleteRange names every key it deleted: tens of thousands)."""
+    step = _ITEMS_PER_YIELD
+    for lo in range(0, len(items), step):
+        if lo:
+            _yield()
+        yield items[lo : lo + step]
 
 
 class SnapshotView:
@@ -151,14 +171,20 @@ class SnapshotView:
         # sorts the keys once anyway.
         position: dict[bytes, int] = {}
         setdefault = position.setdefault
-        for lo in range(0, len(log), _LOG_PER_BATCH):
-            for e in log[lo : lo + _LOG_PER_BATCH]:
+        for entries in _stepped(log):
+            for e in entries:
                 if isinstance(e, bytes):
                     setdefault(e, len(position))
-                elif e:
+                elif not e:
+                    continue
+                elif len(e) <= _ITEMS_PER_YIELD:
                     for k in e:
                         setdefault(k, len(position))
-            _yield()
+                else:
+                    for keys in _stepped(e):
+                        for k in keys:
+                            setdefault(k, len(position))
+        _yield()
         out = _BatchWriter(f)
         out.packer.pack_map_header(7)
         out.pack("format")
@@ -204,20 +230,21 @@ class _BatchWriter:
         ``above`` as [mod_revision, create_revision, version, value, lease] rows."""
         pack = self.pack
         self.packer.pack_array_header(count)
-        while batch := list(islice(keys, _KEYS_PER_BATCH)):
-            size = 0
-            for key in batch:
-                row = []
-                entry = index[key]
-                for v in since(entry, above) if above else versions(entry):
-                    value = v[VALUE]
-                    size += len(value)
-                    row.append([v[MOD], v[CREATE], v[VERSION], value, v[LEASE]])
-                pack([key, row])
-                if size >= _BYTES_PER_BATCH:
-                    self.flush()
-                    size = 0
-            self.flush()
+        size = 0
+        for n, key in enumerate(keys, 1):
+            row = []
+            entry = index[key]
+            for v in since(entry, above) if above else versions(entry):
+                value = v[VALUE]
+                size += len(value)
+                row.append([v[MOD], v[CREATE], v[VERSION], value, v[LEASE]])
+            pack([key, row])
+            if size >= _BYTES_PER_BATCH or not n % _KEYS_PER_BATCH:
+                self.flush()
+                size = 0
+            elif not n % _KEYS_PER_YIELD:
+                _yield()
+        self.flush()
 
     def log(self, log: list[LogEntry], position: dict[bytes, int] | None = None) -> None:
         """The log entries, each as the list of its keys, or of their ``position``s."""
@@ -233,10 +260,13 @@ class _BatchWriter:
                 elif isinstance(e, bytes):
                     packer.pack_array_header(1)
                     pack(e if position is None else position[e])
-                elif position is None:
-                    pack(e)
+                elif len(e) <= _ITEMS_PER_YIELD:
+                    pack(e if position is None else [position[k] for k in e])
                 else:
-                    pack([position[k] for k in e])
+                    packer.pack_array_header(len(e))
+                    for keys in _stepped(e):
+                        for k in keys:
+                            pack(k if position is None else position[k])
             self.flush()
 
     def leases(self, leases: Sequence[tuple[int, int, Set[bytes]]]) -> None:

@@ -69,6 +69,10 @@ def test_a_chain_of_deltas_restores_the_state_of_its_last_capture(
         monkeypatch.setattr(snapshot_mod, "_BYTES_PER_BATCH", 8)
         monkeypatch.setattr(snapshot_mod, "_LOG_PER_BATCH", 4)
         monkeypatch.setattr(snapshot_mod, "_SORT_RUN", 2)
+        monkeypatch.setattr(snapshot_mod, "_KEYS_PER_YIELD", 2)
+        monkeypatch.setattr(snapshot_mod, "_ITEMS_PER_YIELD", 2)
+    monkeypatch.setattr(snapshot_mod, "_KEYS_PER_YIELD", 2)
+    monkeypatch.setattr(snapshot_mod, "_ITEMS_PER_YIELD", 2)
     rnd = random.Random(seed)
     s = KVStore()
     keys = [b"k%d" % i for i in range(40)]
@@ -177,3 +181,55 @@ def test_a_delta_names_each_key_once() -> None:
     got = KVStore()
     got.restore(full(view), [d])
     assert got.snapshot() == s.snapshot()
+
+
+def test_the_writer_lets_go_of_the_gil_every_few_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A member's event loop and raft thread wait for the GIL whenever the snapshot writer
+    holds it: between two yields it packs at most ``_KEYS_PER_YIELD`` keys' rows, and a log
+    entry of many keys (a DeleteRange's) is gone through in steps, both when the delta finds
+    each key's position and when it packs the positions. (With a yield per 512 keys, puts
+    sent to a member writing a delta took up to 0.65 s: docs/benchmarks.md.)"""
+    n = 5000
+    s = KVStore()
+    t = s.write()
+    for i in range(n):
+        t.put(b"/k/%06d" % i, b"v")  # one revision, one log entry of n keys
+    t.end()
+    view = s.snapshot_view()
+    t = s.write()
+    t.delete_range(b"/k/", b"/k0")  # again one log entry of n keys
+    t.end()
+    after = s.snapshot_view()
+
+    rows = 0
+    at_yield: list[int] = []  # how many keys' rows were packed at each yield
+    real_since, real_versions = snapshot_mod.since, snapshot_mod.versions
+
+    def counting_since(entry: object, rev: int) -> object:
+        nonlocal rows
+        rows += 1
+        return real_since(entry, rev)  # type: ignore[arg-type]
+
+    def counting_versions(entry: object) -> object:
+        nonlocal rows
+        rows += 1
+        return real_versions(entry)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(snapshot_mod, "since", counting_since)
+    monkeypatch.setattr(snapshot_mod, "versions", counting_versions)
+    monkeypatch.setattr(snapshot_mod, "_yield", lambda: at_yield.append(rows))
+
+    steps = n // snapshot_mod._ITEMS_PER_YIELD
+    after.write_delta(io.BytesIO(), view.rev)
+    assert rows == n
+    gaps = [b - a for a, b in zip(at_yield[:-1], at_yield[1:], strict=True)]
+    assert max(gaps) <= snapshot_mod._KEYS_PER_YIELD
+    assert at_yield.count(0) >= steps  # finding the positions of the entry's n keys
+    assert at_yield.count(n) >= steps  # packing them
+
+    rows, at_yield[:] = 0, []
+    after.write(io.BytesIO())  # the whole state: the same bound
+    assert rows == n
+    gaps = [b - a for a, b in zip(at_yield[:-1], at_yield[1:], strict=True)]
+    assert max(gaps) <= snapshot_mod._KEYS_PER_YIELD
+    assert at_yield.count(n) >= 2 * steps  # the log's two entries of n keys

@@ -55,6 +55,8 @@ def tiny_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(snapshot_mod, "_BYTES_PER_BATCH", 8)
     monkeypatch.setattr(snapshot_mod, "_LOG_PER_BATCH", 4)
     monkeypatch.setattr(snapshot_mod, "_SORT_RUN", 2)
+    monkeypatch.setattr(snapshot_mod, "_KEYS_PER_YIELD", 2)
+    monkeypatch.setattr(snapshot_mod, "_ITEMS_PER_YIELD", 2)
 
 
 def big_lease_store(n: int = 300) -> KVStore:
