@@ -63,10 +63,9 @@ _SORT_RUN: Final = 4096
 # The writer gives up the GIL far more often than it writes: after this many keys' rows (a
 # tenth to a fifth of a millisecond here), or this many log positions. The member's event
 # loop, raft thread and gRPC threads each take the GIL many times per request, and every time
-# the writer held it they waited until it let go: with a yield per 512 keys (a few ms), puts
-# sent to a member writing a snapshot delta took 0.25-0.65 s (a probe putting every 20 ms
-# during two `check perf` runs: 9-16 such puts per run, slowest request 0.27-1.1 s); with one
-# per 32 keys none did, apart from the clean-up DeleteRange's apply (slowest 0.16-0.31 s).
+# the writer held it they waited until it let go. Puts sent to a member writing a delta
+# during `check perf`, with a yield per 512 keys (a few ms): p50 90-125 ms, p99 466-712 ms;
+# per 32 keys: 44-46 and 239-260 ms (docs/benchmarks.md, twelfth session).
 _KEYS_PER_YIELD: Final = 32
 _ITEMS_PER_YIELD: Final = 1024
 
