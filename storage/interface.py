@@ -146,10 +146,17 @@ class ProgressRequester(Protocol):
     async def request_progress(self) -> None: ...
 
 
-# A direct consumer of watch events: called with the next event in the stream's order;
-# returns False when it cannot take the event now (the event then waits in the watcher's
-# queue for the iterator, as every event would without a sink). Never raises.
-WatchSink = Callable[[WatchEvent], bool]
+# A direct consumer of watch events: called with the type and object of the next event in
+# the stream's order (the object as the sink's transform made it, if it has one); returns
+# False when it cannot take the event now (the event then waits in the watcher's queue for
+# the iterator, as every event would without a sink). Never raises.
+WatchSink = Callable[[str, Object], bool]
+# What a direct consumer makes of an event's object before its sink sees it:
+# (type, object) -> object, e.g. the API's kind and apiVersion added. Watchers given the same
+# function object share its result: it runs once per event for all of them, not once per
+# watcher, so it must depend on nothing but its arguments. It may raise; the event then
+# goes through the iterator, which meets the failure.
+SinkTransform = Callable[[str, Object], Object]
 
 
 @runtime_checkable
@@ -159,9 +166,10 @@ class DirectWatcher(Protocol):
     iterator is idle, i.e. it asked for the next event and nothing is queued. Order is kept:
     the sink sees event N+1 only after every earlier event was handed to it or returned by
     the iterator. A refused event turns the sink off until the iterator has drained the
-    queue again. The iterator still ends the stream (stop, close, slow watcher) as usual."""
+    queue again. The iterator still ends the stream (stop, close, slow watcher) as usual.
+    ERROR events never reach the sink."""
 
-    def attach_sink(self, sink: WatchSink) -> None: ...
+    def attach_sink(self, sink: WatchSink, transform: SinkTransform | None = None) -> None: ...
 
 
 # guaranteed_update's callback: (current object, or None when absent and ignore_not_found)

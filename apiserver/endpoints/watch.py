@@ -225,7 +225,7 @@ class _Direct:
     both ways share."""
 
     __slots__ = ("_scope", "_media", "_transport", "_protocol", "_flusher", "_pending",
-                 "_open", "first")
+                 "_open", "_taking", "first")
 
     def __init__(self, scope: Scope, transport: asyncio.Transport, protocol: BaseProtocol,
                  flusher: _Flusher) -> None:
@@ -237,23 +237,30 @@ class _Direct:
         self._flusher = flusher
         self._pending = b""  # chunks to write; a few at most (see _Flusher)
         self._open = True
+        # Whether push takes events: off once closed, and from a flush that found the client
+        # gone or not reading fast enough until the handler's own write went through (the
+        # store's dispatcher calls push for every watcher of every event, so it tests one
+        # attribute, and the flush tests the connection once per round instead).
+        self._taking = True
         self.first = True
 
     def push(self, type_: str, obj: Object) -> bool:
         """The store's sink: take one event, or refuse it (closed, client gone or not
         reading fast enough, or a frame that fails: the iterator then meets the failure)."""
-        if not self._open or self._protocol.writing_paused or self._transport.is_closing():
+        if not self._taking:
             return False
         last = _LAST
-        if last.obj is obj and last.type == type_ and last.media == self._media and last.chunk:
-            chunk = last.chunk  # the other watchers of this event already framed it
+        if last.obj is obj and last.type == type_ and last.chunk and last.media == self._media:
+            # the other watchers of this event already framed it; plain output, where the
+            # Table's ``first`` plays no part
+            chunk = last.chunk
         else:
             encoded = self._encode(type_, obj)
             if encoded is None:
                 return False
             chunk = encoded
-        if type_ in _OBJECT_EVENTS:
-            self.first = False
+            if type_ in _OBJECT_EVENTS:
+                self.first = False
         if self._pending:
             self._pending += chunk
         else:
@@ -273,16 +280,32 @@ class _Direct:
             return None
 
     def flush(self) -> None:
-        """Write what is pending (before anything else is written to this response)."""
+        """Write what is pending (before anything else is written to this response). A
+        client gone, or one whose connection is now paused for flow control, gets no more
+        direct events until the handler has written one through aiohttp (``resume``): they
+        queue in the store's watcher, so a client that stops reading is closed as without
+        the direct way, holding at most what one round gave it."""
         pending = self._pending
         if pending:
             self._pending = b""
-            if not self._transport.is_closing():
-                self._transport.write(pending)
+            transport = self._transport
+            if transport.is_closing():
+                self._taking = False
+                return
+            transport.write(pending)
+            if self._protocol.writing_paused:
+                self._taking = False
+
+    def resume(self) -> None:
+        """The handler wrote an event through aiohttp: direct events are welcome again if
+        the connection is open and not paused."""
+        self._taking = (self._open and not self._protocol.writing_paused
+                        and not self._transport.is_closing())
 
     def close(self) -> None:
         """No more direct events; what is pending is written now."""
         self._open = False
+        self._taking = False
         self.flush()
 
 
@@ -327,6 +350,8 @@ async def handle(scope: Scope) -> web.StreamResponse:
                     out.flush()  # direct events came before this one
                     first = out.first
                 await resp.write(_frame(scope, item.type, item.object, first))
+                if out is not None:
+                    out.resume()
                 if item.type in _OBJECT_EVENTS:
                     first = False
                     if out is not None:

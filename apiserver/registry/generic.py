@@ -90,6 +90,9 @@ class GenericStore:
         self.storage = storage
         self.config = config or StoreConfig()
         self._last_decorated: tuple[Object, Object] | None = None
+        # One bound method for every direct watch of this store, so the watch cache runs it
+        # once per event for all of them (storage.interface.SinkTransform).
+        self.watch_transform: si.SinkTransform = self._watch_object
 
     def ttl(self) -> int:
         """Seconds the store keeps an object after a write (upstream's TTLFunc): the
@@ -153,6 +156,13 @@ class GenericStore:
         out = self.decorate(obj)
         self._last_decorated = (obj, out)
         return out
+
+    def _watch_object(self, type_: str, obj: Object) -> Object:
+        """What a watch shows of a store event's object: decorated, or for a bookmark only
+        its kind, apiVersion, resourceVersion and annotations."""
+        if type_ == "BOOKMARK":
+            return bookmark_object(self.strategy, obj)
+        return self.decorated_shared(obj)
 
     def storage_error(self, err: StorageError, name: str = "") -> status.APIError:
         return status.from_storage_error(err, resource=self.resource, group=self.group,
@@ -427,6 +437,16 @@ def generate_name_conflict(resource: str, group: str, name: str) -> status.APIEr
                            "a unique name for the object", details=details)
 
 
+def bookmark_object(strategy: Strategy, obj: Object) -> Object:
+    """A BOOKMARK event's object: kind, apiVersion, and of the store's metadata only the
+    resourceVersion and annotations (the initial-events-end marker)."""
+    src = obj.get("metadata") or {}
+    meta: dict[str, Any] = {"resourceVersion": src.get("resourceVersion", "")}
+    if src.get("annotations"):
+        meta["annotations"] = dict(src["annotations"])
+    return {"kind": strategy.kind, "apiVersion": strategy.group_version, "metadata": meta}
+
+
 class _WatchStream:
     """Storage events -> WatchItems with kind/apiVersion; ends at the timeout."""
 
@@ -449,34 +469,14 @@ class _WatchStream:
 
     def attach_sink(self, sink: ItemSink) -> bool:
         """``DirectWatchStream``: the store's events reach ``sink`` as the iterator would
-        yield them (decorated; bookmarks with kind and apiVersion)."""
+        yield them (decorated; bookmarks with kind and apiVersion). The sink is handed to
+        the storage watcher as it is, with the store's transform, so that the watch cache
+        calls nothing between its dispatcher and the sink per watcher and event."""
         watcher = self._watcher
         if not isinstance(watcher, si.DirectWatcher):
             return False
-        bookmark = self._bookmark
-        decorated = self._store.decorated_shared
-
-        def to_sink(ev: si.WatchEvent) -> bool:
-            if ev.type == "BOOKMARK":
-                return sink("BOOKMARK", bookmark(ev.object))
-            if ev.type == "ERROR":
-                return False
-            try:
-                obj = decorated(ev.object)
-            except Exception:  # the iterator meets (and reports) the same failure
-                return False
-            return sink(ev.type, obj)
-
-        watcher.attach_sink(to_sink)
+        watcher.attach_sink(sink, self._store.watch_transform)
         return True
-
-    def _bookmark(self, obj: Object) -> Object:
-        src = obj.get("metadata") or {}
-        meta: dict[str, Any] = {"resourceVersion": src.get("resourceVersion", "")}
-        if src.get("annotations"):
-            meta["annotations"] = dict(src["annotations"])
-        st = self._store.strategy
-        return {"kind": st.kind, "apiVersion": st.group_version, "metadata": meta}
 
     async def _iterate(self) -> AsyncIterator[WatchItem]:
         st = self._store
@@ -487,7 +487,8 @@ class _WatchStream:
                     yield WatchItem(type="ERROR", object=st.storage_error(err).body())
                     break
                 if ev.type == "BOOKMARK":
-                    yield WatchItem(type="BOOKMARK", object=self._bookmark(ev.object))
+                    yield WatchItem(type="BOOKMARK",
+                                    object=bookmark_object(st.strategy, ev.object))
                     continue
                 yield WatchItem(type=ev.type, object=st.decorated_shared(ev.object))
         finally:

@@ -35,7 +35,7 @@ from typing import Final
 
 from storage.cacher.watch_cache import CacheEvent
 from storage.errors import StorageError
-from storage.interface import Object, Predicate, WatchEvent, WatchSink
+from storage.interface import Object, Predicate, SinkTransform, WatchEvent, WatchSink
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ def bookmark_event(rv: int, *, initial_events_end: bool = False) -> WatchEvent:
     return WatchEvent(type="BOOKMARK", object={"metadata": meta})
 
 
-def _no_sink(event: WatchEvent) -> bool:
+def _no_sink(type_: str, obj: Object) -> bool:
     return False
 
 
@@ -91,7 +91,7 @@ class CacheWatcher:
         "key", "recursive", "predicate", "allow_bookmarks", "capacity", "last_rv",
         "next_bookmark", "deadline", "min_rv", "_initial_objects", "_initial_events",
         "_end_bookmark", "_queue", "_waiter", "_closed", "_stopped", "_on_stop", "_sink",
-        "_direct", "__weakref__",
+        "_transform", "_direct", "__weakref__",
     )
 
     def __init__(
@@ -133,13 +133,28 @@ class CacheWatcher:
         self._stopped = False  # end now
         self._on_stop = on_stop
         self._sink: WatchSink = _no_sink
+        self._transform: SinkTransform | None = None
         # True while the consumer is idle (waiting, nothing queued) and the sink takes
         # events; only __anext__ turns it on, only a refusal (or stop) turns it off.
         self._direct = False
 
-    def attach_sink(self, sink: WatchSink) -> None:
-        """Hand events to ``sink`` whenever the consumer is idle (see the module doc)."""
+    def attach_sink(self, sink: WatchSink, transform: SinkTransform | None = None) -> None:
+        """Hand events to ``sink`` whenever the consumer is idle (see the module doc), their
+        objects first passed through ``transform`` (``storage.interface.SinkTransform``)."""
         self._sink = sink
+        self._transform = transform
+
+    def _hand(self, event: WatchEvent) -> bool:
+        """Give ``event`` to the sink; False when refused (or its transform failed).
+        ``Cacher._dispatch`` does the same inline for a watcher without a selector."""
+        obj = event.object
+        transform = self._transform
+        if transform is not None:
+            try:
+                obj = transform(event.type, obj)
+            except Exception:  # the iterator meets (and reports) the same failure
+                return False
+        return self._sink(event.type, obj)
 
     # -- dispatcher side (synchronous, never blocks) ----------------------------------------
 
@@ -162,7 +177,7 @@ class CacheWatcher:
                 return True
             out = converted
         if self._direct:
-            if self._sink(out):
+            if self._hand(out):
                 self.last_rv = event.rv
                 return True
             self._direct = False
@@ -180,7 +195,7 @@ class CacheWatcher:
         self.last_rv = rv
         ev = bookmark_event(rv)
         if self._direct:
-            if self._sink(ev):
+            if self._hand(ev):
                 return
             self._direct = False
         if len(self._queue) < self.capacity:

@@ -221,3 +221,62 @@ async def test_order_when_flush_rounds_span_many_slices(
     """Rounds written 3 connections per callback, with events arriving mid-round."""
     monkeypatch.setattr(watch_endpoint, "_SLICE", 3)
     await test_every_watcher_gets_every_event_in_order(app, pushes)
+
+
+class _FakeTransport:
+    """Records writes; pauses its protocol once ``limit`` bytes are buffered."""
+
+    def __init__(self, protocol: Any, limit: int) -> None:
+        self.protocol = protocol
+        self.limit = limit
+        self.buffered = 0
+        self.written: list[bytes] = []
+        self.closing = False
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def write(self, data: bytes) -> None:
+        self.written.append(data)
+        self.buffered += len(data)
+        if self.buffered > self.limit:
+            self.protocol._paused = True
+
+
+async def test_direct_way_stops_taking_events_once_a_flush_finds_the_client_behind() -> None:
+    """push tests one attribute; the flush tests the connection: a paused connection (or a
+    closed one) gets no more direct events until the handler's own write resumes it."""
+    from types import SimpleNamespace
+
+    from aiohttp.base_protocol import BaseProtocol
+
+    loop = asyncio.get_running_loop()
+    protocol = BaseProtocol(loop)
+    transport = _FakeTransport(protocol, limit=100)
+    scope: Any = SimpleNamespace(output=SimpleNamespace(convert=None, media_type="application/json"))
+    flusher = watch_endpoint._Flusher(loop)
+    out = watch_endpoint._Direct(scope, transport, protocol, flusher)  # type: ignore[arg-type]
+
+    def obj(rv: int) -> dict[str, Any]:
+        return {"kind": "ConfigMap", "metadata": {"name": "x", "resourceVersion": str(rv)}}
+
+    assert out.push("ADDED", obj(1)) and out.push("MODIFIED", obj(2))
+    out.flush()  # one write for both, over the limit: the protocol is now paused
+    assert len(transport.written) == 1 and transport.written[0].count(b'"resourceVersion"') == 2
+    assert protocol.writing_paused
+    assert not out.push("MODIFIED", obj(3))  # refused: the store queues it for the handler
+    out.resume()  # the handler wrote, but the client still has not read
+    assert not out.push("MODIFIED", obj(3))
+    protocol._paused = False  # the client read
+    out.resume()
+    assert out.push("MODIFIED", obj(3))
+    transport.closing = True  # the client went away before the next round
+    out.flush()
+    assert len(transport.written) == 1  # nothing written to a closing transport
+    assert not out.push("MODIFIED", obj(4))
+    out.resume()
+    assert not out.push("MODIFIED", obj(4))  # still gone
+    transport.closing = False
+    out.close()
+    out.resume()
+    assert not out.push("MODIFIED", obj(5))  # closed for good

@@ -31,6 +31,14 @@ def _rv(ev: WatchEvent) -> int:
     return int(ev.object["metadata"]["resourceVersion"])
 
 
+def _collect(taken: list[WatchEvent]) -> Any:
+    """A sink that takes everything, kept as WatchEvents."""
+    def sink(type_: str, obj: dict[str, Any]) -> bool:
+        taken.append(WatchEvent(type=type_, object=obj))  # type: ignore[arg-type]
+        return True
+    return sink
+
+
 async def _idle() -> None:
     for _ in range(20):
         await asyncio.sleep(0)
@@ -40,7 +48,7 @@ async def test_sink_takes_events_only_while_the_consumer_waits() -> None:
     w = _watcher(initial_objects=[_obj("a", 1)])
     assert isinstance(w, DirectWatcher)
     taken: list[WatchEvent] = []
-    w.attach_sink(lambda ev: taken.append(ev) is None)
+    w.attach_sink(_collect(taken))
     w.offer(_event(2))  # the consumer has not asked yet: queued
     assert taken == []
     first = await anext(w)  # the initial object
@@ -67,7 +75,8 @@ async def test_refusal_queues_until_the_consumer_drained() -> None:
     refuse = {4, 9}
     state = {"refusing": False}
 
-    def sink(ev: WatchEvent) -> bool:
+    def sink(type_: str, obj: dict[str, Any]) -> bool:
+        ev = WatchEvent(type=type_, object=obj)  # type: ignore[arg-type]
         if _rv(ev) in refuse:
             state["refusing"] = True  # e.g. the connection is paused for a while
         if state["refusing"]:
@@ -102,7 +111,7 @@ async def test_refusal_queues_until_the_consumer_drained() -> None:
 async def test_no_sink_before_initial_events_are_consumed() -> None:
     w = _watcher(initial_objects=[_obj("a", 1), _obj("b", 1)], end_bookmark_rv=1)
     taken: list[WatchEvent] = []
-    w.attach_sink(lambda ev: taken.append(ev) is None)
+    w.attach_sink(_collect(taken))
     got = [await anext(w), await anext(w), await anext(w)]
     assert [e.type for e in got] == ["ADDED", "ADDED", "BOOKMARK"]
     w.offer(_event(2))
@@ -116,7 +125,7 @@ async def test_bookmark_and_selector_transitions_through_the_sink() -> None:
                      predicate=Predicate(matches=lambda o: o["metadata"]["labels"]["team"] == "a",
                                          everything=False))
     taken: list[WatchEvent] = []
-    w.attach_sink(lambda ev: taken.append(ev) is None)
+    w.attach_sink(_collect(taken))
     nxt = asyncio.ensure_future(anext(w))
     await _idle()
     w.offer(_event(2, prev_team="a", team="b"))  # stops matching: DELETED at rv 2
@@ -133,7 +142,7 @@ async def test_bookmark_and_selector_transitions_through_the_sink() -> None:
 async def test_a_consumer_that_never_reads_is_closed() -> None:
     closed: list[CacheWatcher] = []
     w = _watcher(capacity=3, on_stop=closed.append)
-    w.attach_sink(lambda ev: False)  # e.g. the client stopped reading
+    w.attach_sink(lambda t, o: False)  # e.g. the client stopped reading
     nxt = asyncio.ensure_future(anext(w))
     await _idle()
     assert [w.offer(_event(rv)) for rv in range(2, 6)] == [True, True, True, False]

@@ -767,3 +767,56 @@ async def test_bookmark_two_seconds_before_the_watch_deadline(store: FakeStore) 
         w.stop()
     finally:
         await c.close()
+
+
+async def _idle_until(cond: Any) -> None:
+    for _ in range(500):
+        if cond():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition not reached")
+
+
+async def test_direct_watchers_share_one_transform_run_per_event(store: FakeStore,
+                                                                cacher: Cacher) -> None:
+    """Watchers given the same sink transform get one result of it per event, the
+    dispatcher's inline path (no selector) and CacheWatcher's own (a selector) alike, and a
+    transform that fails sends the event through the iterator instead."""
+    rv = str(cacher.resource_version)
+    calls: list[tuple[str, str]] = []
+    fail = {"on": "never"}
+
+    def transform(type_: str, obj: dict[str, Any]) -> dict[str, Any]:
+        name = obj["metadata"]["name"]
+        calls.append((type_, name))
+        if name == fail["on"]:
+            raise ValueError("cannot decorate")
+        return {**obj, "kind": "ConfigMap"}
+
+    pred = Predicate(matches=lambda o: o["metadata"]["labels"].get("app") == "web",
+                     everything=False)
+    plain = [await cacher.watch(PREFIX, ListOptions(resource_version=rv)) for _ in range(3)]
+    selective = await cacher.watch(PREFIX, ListOptions(resource_version=rv, predicate=pred))
+    got: dict[int, list[dict[str, Any]]] = {i: [] for i in range(4)}
+    watchers = [*plain, selective]
+    for i, w in enumerate(watchers):
+        w.attach_sink(lambda t, o, i=i: got[i].append(o) is None, transform)
+    waiting = [asyncio.ensure_future(nxt(w)) for w in watchers]  # idle: direct on
+    await asyncio.sleep(0.05)
+
+    await store.create(key("a", "one"), cm("a", "one", app="web"))
+    await _idle_until(lambda: all(len(v) == 1 for v in got.values()))
+    assert calls == [("ADDED", "one"), ("ADDED", "one")]  # once inline, once for the selector
+    assert got[0][0] is got[1][0] is got[2][0]  # one object for the three
+    assert got[0][0]["kind"] == "ConfigMap"
+    assert not any(f.done() for f in waiting)  # nobody's task was woken
+
+    fail["on"] = "two"
+    await store.create(key("a", "two"), cm("a", "two", app="web"))
+    events = [await asyncio.wait_for(f, 5) for f in waiting]  # through the iterators
+    assert [(e.type, e.object["metadata"]["name"]) for e in events] == [("ADDED", "two")] * 4
+    assert "kind" not in events[0].object  # the iterator's consumer decorates its own
+    assert [len(v) for v in got.values()] == [1, 1, 1, 1]
+    assert calls.count(("ADDED", "two")) == 2  # the failure was not retried per watcher
+    for w in watchers:
+        w.stop()
