@@ -29,6 +29,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import re
 import ssl
 import statistics
 import subprocess
@@ -71,7 +72,12 @@ QUICK = Plan(creates=1500, create_clients=32, gets=5000, get_clients=32, list_it
 
 PHASES = ("create", "get", "list", "watch")
 
-RV_FIELD = b'"resourceVersion":"'
+# An event's resourceVersion in a watch frame (one per frame: the object's metadata).
+RV_PATTERN = re.compile(rb'"resourceVersion":"(\d+)"')
+# The end of every event's frame (its line's newline and the chunk's CRLF; compact JSON has
+# no raw newline) and the end of the stream (the zero-size chunk).
+FRAME_END = b"\n\r\n"
+STREAM_END = b"0\r\n\r\n"
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -270,10 +276,13 @@ async def api_phases(urls: list[str], ctx: ssl.SSLContext, kubeconfig: str, plan
 
 class _WatchReader(asyncio.Protocol):
     """One watch over a raw TLS connection (uvloop): sends the GET, checks the status line,
-    undoes the chunked framing and records, for every complete event line, its
-    resourceVersion (found without parsing the document) and the time of the read that
-    completed it. An aiohttp session per connection cost the client process about three
-    times the CPU per event, and the client shares the 2 cores with the server."""
+    and records, for every complete event frame, its resourceVersion and the time of the
+    read that completed it. An aiohttp session per connection cost the client process about
+    three times the CPU per event, and the client shares the 2 cores with the server. The
+    frames are not taken apart: the bytes up to the last end of a frame hold whole events
+    only, and one regular expression finds their resourceVersions (0.6 us per event here,
+    against 3.3 us for undoing the chunked framing and splitting lines in Python: a third of
+    a core at a thousand watchers and 100 events/s)."""
 
     def __init__(self, request: bytes, mine: list[tuple[str, float]], want: int,
                  opened: Callable[[], None], done: asyncio.Future[None]) -> None:
@@ -284,8 +293,7 @@ class _WatchReader(asyncio.Protocol):
         self.done = done
         self.transport: asyncio.Transport | None = None
         self.head = True  # still reading the status line and headers
-        self.buf = b""  # raw bytes not yet de-chunked
-        self.body = b""  # de-chunked bytes not yet split into lines
+        self.buf = b""  # bytes after the last complete frame
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is no subclass
@@ -306,36 +314,15 @@ class _WatchReader(asyncio.Protocol):
             self.head = False
             self.opened()
             buf = buf[end + 4:]
-        pos = 0
-        body = self.body
-        n = len(buf)
-        while True:
-            eol = buf.find(b"\r\n", pos)
-            if eol < 0:
-                break
-            size = int(buf[pos:eol], 16)
-            if size == 0:
-                self._finish(None)  # the server ended the stream
-                return
-            stop = eol + 2 + size
-            if stop + 2 > n:
-                break
-            body += buf[eol + 2:stop]
-            pos = stop + 2
-        self.buf = buf[pos:]
-        if b"\n" not in body:
-            self.body = body
+        end = buf.rfind(FRAME_END) + len(FRAME_END)
+        if end < len(FRAME_END):
+            self.buf = buf
             return
-        *lines, self.body = body.split(b"\n")
+        self.buf = buf[end:]
         mine = self.mine
-        for line in lines:
-            at = line.find(RV_FIELD)
-            if at < 0:
-                continue
-            start = at + len(RV_FIELD)
-            mine.append((line[start:line.index(b'"', start)].decode(), now))
-        if len(mine) >= self.want:
-            self._finish(None)
+        mine.extend([(rv.decode(), now) for rv in RV_PATTERN.findall(buf, 0, end)])
+        if len(mine) >= self.want or buf.endswith(STREAM_END, 0, end):
+            self._finish(None)  # all it waited for, or the server ended the stream
 
     def _finish(self, exc: BaseException | None) -> None:
         if not self.done.done():

@@ -1,0 +1,96 @@
+"""The watch benchmark's client (bench/bench_apiserver.py ``_WatchReader``) records every
+event's resourceVersion once and in order whatever the reads' boundaries, and stops at the
+end of the stream: its figures (latency, gaps) are only as good as that."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import random
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_apiserver_under_test",
+                                                  ROOT / "bench" / "bench_apiserver.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _frame(rv: int, name: str = "w") -> bytes:
+    obj = {"type": "MODIFIED", "object": {
+        "kind": "ConfigMap", "apiVersion": "v1",
+        "metadata": {"name": name, "namespace": "bench-watch", "resourceVersion": str(rv),
+                     "managedFields": [{"manager": "m", "operation": "Update"}]},
+        "data": {"payload": "x\n\r\n" * 3, "stamp": f"{rv}.0"}}}
+    data = orjson.dumps(obj) + b"\n"
+    return b"%x\r\n%b\r\n" % (len(data), data)
+
+
+class _Transport:
+    def __init__(self) -> None:
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _reader(bench: ModuleType, want: int) -> tuple[Any, list[tuple[str, float]], list[int]]:
+    loop = asyncio.new_event_loop()
+    mine: list[tuple[str, float]] = []
+    opened: list[int] = []
+    reader = bench._WatchReader(b"GET /", mine, want, lambda: opened.append(1),
+                                loop.create_future())
+    reader.connection_made(_Transport())
+    return reader, mine, opened
+
+
+HEAD = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n")
+
+
+def test_every_event_once_in_order_across_any_split() -> None:
+    bench = _bench()
+    stream = HEAD + b"".join(_frame(rv) for rv in range(100, 160)) + b"0\r\n\r\n"
+    rng = random.Random(7)
+    for _ in range(30):
+        reader, mine, opened = _reader(bench, want=1000)
+        pos = 0
+        while pos < len(stream):
+            step = rng.choice((1, 2, 3, 7, 50, 400, 2000))
+            reader.data_received(stream[pos:pos + step])
+            pos += step
+        assert opened == [1]
+        assert [rv for rv, _ in mine] == [str(rv) for rv in range(100, 160)]
+        assert reader.done.done() and reader.done.exception() is None  # the stream's end
+        assert reader.transport.closed
+
+
+def test_stops_once_it_has_what_it_waited_for() -> None:
+    reader, mine, _ = _reader(_bench(), want=3)
+    reader.data_received(HEAD + _frame(1) + _frame(2))
+    assert not reader.done.done()
+    reader.data_received(_frame(3)[:10])
+    assert len(mine) == 2 and not reader.done.done()  # a frame cut short counts for nothing
+    reader.data_received(_frame(3)[10:])
+    assert [rv for rv, _ in mine] == ["1", "2", "3"] and reader.done.done()
+
+
+def test_a_watch_that_is_not_a_stream_fails() -> None:
+    reader, mine, opened = _reader(_bench(), want=3)
+    reader.data_received(b"HTTP/1.1 410 Gone\r\nContent-Length: 2\r\n\r\n{}")
+    assert opened == [] and mine == []
+    assert isinstance(reader.done.exception(), RuntimeError)
