@@ -12,9 +12,10 @@ callback per loop turn writes each connection's pending bytes in one ``transport
 That saves, per watcher and event, a task switch and the generator, response and HTTP
 writer layers, and under load it sends several events in one TLS record. The pending bytes
 are always written before anything the iterator writes, so every watcher sees its events in
-order; a paused (full) connection refuses direct events, which then queue in the store's
-watcher for the iterator, whose writes wait for the client (and a client that never reads
-is closed by the store as before).
+order; once a flush finds the connection paused (full) or closing, it refuses direct
+events, which then queue in the store's watcher for the iterator, whose writes wait for the
+client (and a client that never reads is closed by the store as before); the iterator's
+next write turns the direct way back on if the connection has room again.
 
 aiohttp does not cancel a handler when its client disconnects, so one reaper per loop checks
 the transports of all watches once per ``_IDLE_CHECK`` seconds and stops the streams of those

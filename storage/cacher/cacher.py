@@ -339,10 +339,11 @@ class Cacher:
                 continue
             for w in list(watchers):
                 # CacheWatcher.offer's direct path (and _hand's) for a watcher without a
-                # selector, inlined: this loop runs for every watcher of every event, and at
-                # a thousand watchers of one namespace the calls it saves were a sixth of the
-                # server's CPU in the watch benchmark. A refusal (or a transform that fails)
-                # falls through to offer, which then queues the event for the iterator.
+                # selector, inlined: this loop runs for every watcher of every event (with
+                # the shared transform, it took the dispatch of one event to a thousand
+                # watchers of one namespace from 3.3 to 2.0 ms in plat-server). A refusal (or
+                # a transform that fails) falls through to offer, which then queues the
+                # event for the iterator.
                 if w._direct and not w._closed and rv > w.min_rv and w.predicate.everything:
                     transform = w._transform
                     if transform is None:
