@@ -121,7 +121,8 @@ class _Flusher:
     events arriving meanwhile cost hardly more written together than one alone (a TLS
     record and a send per connection either way). An idle server flushes at once."""
 
-    __slots__ = ("_loop", "_dirty", "_round", "_scheduled", "_not_before", "_spent")
+    __slots__ = ("_loop", "_dirty", "_round", "_scheduled", "_not_before", "_spent",
+                 "_last_chunks", "_last_joined")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -130,6 +131,19 @@ class _Flusher:
         self._scheduled = False  # a round is under way or scheduled
         self._not_before = 0.0
         self._spent = 0.0  # CPU time of the current round so far
+        # The chunks of the last connection written with several, and their join: the
+        # watchers of one key mostly have the same events pending, so the next connection
+        # usually writes the same bytes (compared chunk by chunk, by identity first).
+        self._last_chunks: list[bytes] = []
+        self._last_joined = b""
+
+    def joined(self, chunks: list[bytes]) -> bytes:
+        """``b"".join(chunks)``, shared with the connection written before when its chunks
+        were the same."""
+        if chunks != self._last_chunks:
+            self._last_chunks = chunks.copy()
+            self._last_joined = b"".join(chunks)
+        return self._last_joined
 
     def add(self, out: _Direct) -> None:
         self._dirty.append(out)
@@ -236,7 +250,10 @@ class _Direct:
         self._transport = transport
         self._protocol = protocol
         self._flusher = flusher
-        self._pending = b""  # chunks to write; a few at most (see _Flusher)
+        # Chunks to write, a few at most (see _Flusher). A list, not bytes grown by each
+        # event: the chunks are the same objects for every watcher of an event, so the
+        # dispatcher's work per watcher is an append instead of a copy of what is pending.
+        self._pending: list[bytes] = []
         self._open = True
         # Whether push takes events: off once closed, and from a flush that found the client
         # gone or not reading fast enough until the handler's own write went through (the
@@ -262,11 +279,10 @@ class _Direct:
             chunk = encoded
             if type_ in _OBJECT_EVENTS:
                 self.first = False
-        if self._pending:
-            self._pending += chunk
-        else:
-            self._pending = chunk
+        pending = self._pending
+        if not pending:
             self._flusher.add(self)
+        pending.append(chunk)
         return True
 
     def _encode(self, type_: str, obj: Object) -> bytes | None:
@@ -288,12 +304,13 @@ class _Direct:
         the direct way, holding at most what one round gave it."""
         pending = self._pending
         if pending:
-            self._pending = b""
+            data = pending[0] if len(pending) == 1 else self._flusher.joined(pending)
+            pending.clear()
             transport = self._transport
             if transport.is_closing():
                 self._taking = False
                 return
-            transport.write(pending)
+            transport.write(data)
             if self._protocol.writing_paused:
                 self._taking = False
 
