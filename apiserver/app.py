@@ -489,7 +489,7 @@ def run(options: ServerOptions, *, allinone: bool) -> int:
     from apiserver.authn.tokenfile import TokenFileError
     from raftstore.journal import JournalError
 
-    logs.configure(options.logging_format, options.log_level)
+    logs.configure(options.logging_format, options.log_level, options.log_flush_frequency)
     gctuning.tune()
     try:
         import uvloop

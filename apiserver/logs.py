@@ -3,11 +3,13 @@ Never log a bearer token, a private key or a Secret's data."""
 
 from __future__ import annotations
 
+import atexit
 import datetime
 import logging
 import sys
+import threading
 import time
-from typing import Any
+from typing import IO, Any, Final
 
 import orjson
 import structlog
@@ -17,6 +19,14 @@ _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARN
 
 
 _request_log = True
+
+# The logger of the per-request line (``apiserver.filters.recovery``): the one whose info
+# lines are held for a moment (``_Sink``) rather than written one system call each.
+REQUEST_LOGGER: Final = "apiserver.request"
+# Upstream's --log-flush-frequency default: at most this long between a line and its write.
+FLUSH_FREQUENCY: Final = 5.0
+# Held lines are written once they add up to this many characters.
+HOLD_LIMIT: Final = 64 * 1024
 
 
 def request_log_enabled() -> bool:
@@ -67,17 +77,132 @@ def _render_kv(_: Any, __: str, event_dict: Any) -> str:
     return f"{line}\n{trace.rstrip()}" if trace else line
 
 
-def configure(fmt: str = "text", level: str = "info") -> None:
-    """Route structlog and the standard library's logging to stderr in one format."""
+class _Sink:
+    """Every log line goes through one writer, in order. The per-request line (info) is held
+    and written with the lines after it, at most ``flush_frequency`` seconds later or once
+    ``HOLD_LIMIT`` characters are held: one write for many requests instead of a write and a
+    flush each (about a tenth of a GET's CPU here). Upstream's klog buffers the same way
+    (``--log-flush-frequency``, 5 s). Any other line, and the exit, writes what is held
+    first, so nothing is reordered and a crash's traceback follows the requests before it."""
+
+    def __init__(self, file: IO[str], flush_frequency: float) -> None:
+        self.file = file
+        self.flush_frequency = flush_frequency
+        self._lock = threading.Lock()
+        self._held: list[str] = []
+        self._size = 0
+        self._wake = threading.Event()
+        self._flusher: threading.Thread | None = None
+
+    def hold(self, line: str) -> None:
+        if self.flush_frequency <= 0:
+            self.write(line)
+            return
+        with self._lock:
+            self._held.append(line)
+            self._size += len(line)
+            if self._size >= HOLD_LIMIT:
+                self._write_locked()
+            elif self._flusher is None:
+                self._start_flusher()
+
+    def write(self, line: str) -> None:
+        with self._lock:
+            self._held.append(line)
+            self._write_locked()
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._held:
+                self._write_locked()
+
+    def _write_locked(self) -> None:
+        text = "\n".join(self._held)
+        self._held.clear()
+        self._size = 0
+        try:
+            self.file.write(text + "\n")
+            self.file.flush()
+        except (OSError, ValueError):  # stderr gone or closed: a request must not fail
+            pass
+
+    def _start_flusher(self) -> None:
+        self._flusher = threading.Thread(target=self._flush_periodically,
+                                         name="log-flush", daemon=True)
+        self._flusher.start()
+
+    def _flush_periodically(self) -> None:
+        while not self._wake.wait(self.flush_frequency):
+            self.flush()
+
+    def stop(self) -> None:
+        self._wake.set()
+        self.flush()
+
+
+class _Logger:
+    """structlog's logger over the sink: ``held`` for the methods whose lines may wait."""
+
+    __slots__ = ("_now", "debug", "info")
+
+    def __init__(self, sink: _Sink, held: bool) -> None:
+        self._now = sink.write
+        self.debug = self.info = sink.hold if held else sink.write
+
+    def msg(self, message: str) -> None:
+        self._now(message)
+
+    log = warn = warning = err = error = fatal = failure = critical = exception = msg
+
+
+class _SinkHandler(logging.Handler):
+    """The standard library's records, formatted, through the same sink (in order)."""
+
+    def __init__(self, sink: _Sink) -> None:
+        super().__init__()
+        self.sink = sink
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.sink.write(self.format(record))
+        except Exception:  # noqa: BLE001 - logging's own convention
+            self.handleError(record)
+
+
+_sink: _Sink | None = None
+
+
+def flush() -> None:
+    """Write the held lines now (shutdown, tests)."""
+    if _sink is not None:
+        _sink.flush()
+
+
+def _new_sink(flush_frequency: float) -> _Sink:
+    global _sink
+    if _sink is not None:
+        _sink.stop()
+    else:
+        atexit.register(flush)
+    _sink = _Sink(sys.stderr, flush_frequency)
+    return _sink
+
+
+def configure(fmt: str = "text", level: str = "info",
+              flush_frequency: float = FLUSH_FREQUENCY) -> None:
+    """Route structlog and the standard library's logging to stderr in one format, through
+    one ``_Sink`` (the request line held up to ``flush_frequency`` seconds)."""
     global _request_log
     lvl = _LEVELS.get(level, logging.INFO)
     _request_log = lvl <= logging.INFO
+    sink = _new_sink(flush_frequency)
     # key=value and JSON renderers: one line per event, cheap enough for a line per request
     renderer: structlog.typing.Processor = (
         structlog.processors.JSONRenderer(serializer=_orjson) if fmt == "json"
         else _render_kv)
+    # (no merge_contextvars: nothing binds context variables, and it copies the context of
+    # every line)
     shared: list[structlog.typing.Processor] = [
-        structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
         _UtcStamp(),
         # exc_info (log.exception) becomes the formatted traceback, key "exception"
@@ -86,10 +211,10 @@ def configure(fmt: str = "text", level: str = "info") -> None:
     structlog.configure(
         processors=[*shared, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(lvl),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=lambda *args: _Logger(sink, held=args[:1] == (REQUEST_LOGGER,)),
         cache_logger_on_first_use=True,
     )
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _SinkHandler(sink)
     handler.setFormatter(structlog.stdlib.ProcessorFormatter(
         processor=renderer, foreign_pre_chain=shared))
     root = logging.getLogger()

@@ -136,6 +136,7 @@ class ServerOptions:
     # logs
     logging_format: str = "text"
     log_level: str = "info"
+    log_flush_frequency: float = 5.0
 
 
 def _modes(text: str) -> tuple[str, ...]:
@@ -292,6 +293,9 @@ def build_parser(*, allinone: bool) -> argparse.ArgumentParser:
                    help="Sets the log format. (default text)")
     g.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
                    default="info", help="Minimum level of log lines. (default info)")
+    g.add_argument("--log-flush-frequency", type=_arg(parse_duration, "duration"),
+                   default=5.0, help="Maximum number of seconds between log flushes "
+                   "(default 5s)")
     return p
 
 
@@ -324,4 +328,5 @@ def parse_options(argv: Sequence[str] | None = None, *, allinone: bool) -> Serve
         service_node_port_range=ns.service_node_port_range,
         feature_gates=tuple(sorted(ns.feature_gates.items())),
         logging_format=ns.logging_format, log_level=ns.log_level,
+        log_flush_frequency=ns.log_flush_frequency,
     )

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from aiohttp.typedefs import Handler, Middleware
 
 log = structlog.get_logger("apiserver.httplog")
+request_log = structlog.get_logger(logs.REQUEST_LOGGER)  # its lines are held a moment
 
 NOT_FOUND_MESSAGE: Final = "the server could not find the requested resource"
 METHOD_NOT_ALLOWED_MESSAGE: Final = ("the server does not allow this method on the requested "
@@ -165,7 +166,7 @@ def recovery(known: Set[tuple[str, str, str]]) -> Middleware:
                 if info is None:
                     info = RequestInfo(is_resource_request=False, path=request.path,
                                        verb=request.method.lower())
-                log.info("request", verb=info.verb, path=request.path,
+                request_log.info("request", verb=info.verb, path=request.path,
                          resource=info.resource, subresource=info.subresource,
                          namespace=info.namespace, name=info.name,
                          user=user.name if user else "", code=code,

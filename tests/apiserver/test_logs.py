@@ -54,3 +54,80 @@ def test_tracebacks_are_written(capsys) -> None:
     finally:
         structlog.reset_defaults()
         logging.getLogger().handlers.clear()
+
+
+def _sink_lines(sink: logs._Sink) -> list[str]:
+    return sink.file.getvalue().splitlines()  # type: ignore[attr-defined]
+
+
+def test_request_lines_are_held_until_another_line_and_stay_in_order() -> None:
+    import io
+
+    sink = logs._Sink(io.StringIO(), flush_frequency=3600)
+    try:
+        for i in range(3):
+            sink.hold(f"request {i}")
+        assert _sink_lines(sink) == []  # held: no write per request
+        sink.write("warning")
+        assert _sink_lines(sink) == ["request 0", "request 1", "request 2", "warning"]
+        sink.hold("request 3")
+        sink.flush()
+        assert _sink_lines(sink)[-1] == "request 3"
+    finally:
+        sink.stop()
+
+
+def test_held_lines_are_written_by_the_timer_and_at_the_size_limit() -> None:
+    import io
+    import time
+
+    sink = logs._Sink(io.StringIO(), flush_frequency=0.05)
+    try:
+        sink.hold("alone")
+        deadline = time.monotonic() + 10
+        while _sink_lines(sink) != ["alone"] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _sink_lines(sink) == ["alone"]
+    finally:
+        sink.stop()
+    sink = logs._Sink(io.StringIO(), flush_frequency=3600)
+    try:
+        line = "x" * 1000
+        n = -(-logs.HOLD_LIMIT // len(line))  # the line that reaches the limit
+        for _ in range(n - 1):
+            sink.hold(line)
+        assert _sink_lines(sink) == []
+        sink.hold(line)
+        assert len(_sink_lines(sink)) == n
+    finally:
+        sink.stop()
+    sink = logs._Sink(io.StringIO(), flush_frequency=0)  # 0: no holding
+    sink.hold("at once")
+    assert _sink_lines(sink) == ["at once"]
+
+
+def test_configured_loggers_hold_only_the_request_line(monkeypatch) -> None:
+    import io
+    import logging
+
+    err = io.StringIO()
+    monkeypatch.setattr("sys.stderr", err)
+    logs.configure(flush_frequency=3600)
+    try:
+        structlog.get_logger(logs.REQUEST_LOGGER).info("request", verb="get", code=200)
+        assert err.getvalue() == ""
+        structlog.get_logger("other").info("started")
+        first, second = err.getvalue().splitlines()
+        assert "event='request'" in first and "code=200" in first
+        assert "event='started'" in second
+        structlog.get_logger(logs.REQUEST_LOGGER).info("request", verb="list", code=200)
+        logging.getLogger("stdlib").warning("careful")  # the standard library's, in order
+        lines = err.getvalue().splitlines()
+        assert "verb='list'" in lines[2] and "careful" in lines[3]
+        structlog.get_logger(logs.REQUEST_LOGGER).info("request", verb="watch", code=200)
+        logs.flush()
+        assert "verb='watch'" in err.getvalue().splitlines()[-1]
+    finally:
+        structlog.reset_defaults()
+        logging.getLogger().handlers.clear()
+        logs._new_sink(0)

@@ -19,14 +19,16 @@ def test_defaults_plat_apiserver():
     assert (o.max_requests_inflight, o.max_mutating_requests_inflight) == (400, 200)
     assert o.request_timeout == 60.0 and o.etcd_compaction_interval == 300.0
     assert o.event_ttl == 3600.0  # upstream's --event-ttl default, 1h
+    assert o.log_flush_frequency == 5.0  # upstream's --log-flush-frequency default
 
 
 def test_flag_forms():
     o = parse_options(["--data-dir", "/d", "--watch-cache=false", "--anonymous-auth", "false",
                        "--etcd-compaction-interval=0", "--request-timeout=1m30s",
                        "--authorization-mode=AlwaysDeny,AlwaysAllow",
-                       "--max-requests-inflight=0", "--event-ttl=2h"], allinone=True)
-    assert o.event_ttl == 7200.0
+                       "--max-requests-inflight=0", "--event-ttl=2h",
+                       "--log-flush-frequency=250ms"], allinone=True)
+    assert o.event_ttl == 7200.0 and o.log_flush_frequency == 0.25
     assert o.data_dir == "/d" and o.watch_cache is False and o.anonymous_auth is False
     assert o.etcd_compaction_interval == 0 and o.request_timeout == 90.0
     assert o.authorization_mode == ("AlwaysDeny", "AlwaysAllow")
@@ -64,6 +66,7 @@ def test_feature_gates():
                                                          " valid mode"),
     (["--etcd-servers=x", "--watch-cache=maybe"], "invalid syntax"),
     (["--etcd-servers=x", "--etcd-compaction-interval=soon"], "invalid duration"),
+    (["--etcd-servers=x", "--log-flush-frequency=often"], "invalid duration"),
     (["--etcd-servers=x", "--no-such-flag"], "unrecognized arguments"),
     (["--etcd-servers=x", "--tls-cert-file=a"], "must be given together"),
     ([], "--etcd-servers must be specified"),
