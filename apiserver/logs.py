@@ -136,6 +136,9 @@ class _Sink:
             self.flush()
 
     def stop(self) -> None:
+        """No more holding: a logger that kept this sink (structlog caches loggers on first
+        use) writes at once from now on."""
+        self.flush_frequency = 0
         self._wake.set()
         self.flush()
 

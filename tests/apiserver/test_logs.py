@@ -104,6 +104,10 @@ def test_held_lines_are_written_by_the_timer_and_at_the_size_limit() -> None:
     sink = logs._Sink(io.StringIO(), flush_frequency=0)  # 0: no holding
     sink.hold("at once")
     assert _sink_lines(sink) == ["at once"]
+    sink = logs._Sink(io.StringIO(), flush_frequency=3600)
+    sink.stop()  # replaced by a new configure: a logger that kept it writes at once
+    sink.hold("late")
+    assert _sink_lines(sink) == ["late"]
 
 
 def test_configured_loggers_hold_only_the_request_line(monkeypatch) -> None:
