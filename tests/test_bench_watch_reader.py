@@ -94,3 +94,18 @@ def test_a_watch_that_is_not_a_stream_fails() -> None:
     reader.data_received(b"HTTP/1.1 410 Gone\r\nContent-Length: 2\r\n\r\n{}")
     assert opened == [] and mine == []
     assert isinstance(reader.done.exception(), RuntimeError)
+
+
+def test_report_compares_each_series_with_the_ceiling_measured_just_before_it() -> None:
+    bench = _bench()
+    cpu = {"servers_ms_per_op": 0.4, "store_ms_per_op": 0.1}
+    ours = {"label": "ours", "get": {"per_s": 1000.0, "p99_ms": 9.0, "cpu": cpu},
+            "bare": {"get": {"per_s": 2500.0, "p99_ms": 5.0}}}
+    older = {"label": "no-ceiling-of-its-own", "get": {"per_s": 1000.0, "p99_ms": 9.0,
+                                                       "cpu": cpu}}
+    table = bench.report([ours, older], {"get": {"per_s": 4000.0, "p99_ms": 4.0}})
+    rows = {line[:34].strip(): line[34:].split() for line in table.splitlines()[2:]}
+    assert rows["bare ceiling gets/s, just before"] == ["2500.0", "-"]
+    assert rows["gets / bare ceiling"] == ["0.4", "-"]
+    assert rows["gets / last bare ceiling"] == ["0.25", "0.25"]
+    assert "last bare aiohttp ceiling gets/s (after every series): 4000.0" in table
