@@ -245,6 +245,13 @@ def _to_json_value(value: Any, budget: list[int]) -> Any:
 # this many possible levels the composer is safe and ``depth_exceeds`` judges the result.
 _YAML_SAFE_NESTING: Final = 5000
 _NESTING_STARTS: Final = (b"[", b"{", b"-", b"?", b":", b"\n")
+# libyaml 0.2.6 (bundled from PyYAML 6.0.4) stops at 1,000 levels with a scanner error of
+# this text; older builds have no limit. Either way the client reads upstream's message.
+_LIBYAML_DEPTH_PROBLEM: Final = "exceeded maximum nesting depth"
+
+
+def _is_nesting_limit(e: yaml.YAMLError) -> bool:
+    return getattr(e, "problem", None) == _LIBYAML_DEPTH_PROBLEM
 
 
 def _yaml_nests_too_deep(body: bytes, limit: int = MAX_DEPTH) -> bool:
@@ -267,8 +274,8 @@ def _yaml_nests_too_deep(body: bytes, limit: int = MAX_DEPTH) -> bool:
                 depth -= 1
             elif kind is yaml.StreamEndEvent:
                 break
-    except yaml.YAMLError:
-        return False
+    except yaml.YAMLError as e:
+        return _is_nesting_limit(e)
     finally:
         parser.dispose()
     return False
@@ -285,7 +292,11 @@ def _decode_yaml(body: bytes) -> tuple[Any, list[str]]:
                 if loader.dups_by_id else [])
         if _SURROGATE_ESCAPE.search(body):
             converted = _fix_surrogates(converted)
-    except (yaml.YAMLError, ValueError) as e:  # ValueError: an int of over 4,300 digits
+    except yaml.YAMLError as e:
+        if _is_nesting_limit(e):
+            raise DecodeError("error converting YAML to JSON: exceeded max depth") from None
+        raise DecodeError(f"error converting YAML to JSON: yaml: {e}") from None
+    except ValueError as e:  # an int of over 4,300 digits
         raise DecodeError(f"error converting YAML to JSON: yaml: {e}") from None
     except RecursionError:
         raise DecodeError("error converting YAML to JSON: exceeded max depth") from None
