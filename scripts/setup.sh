@@ -25,11 +25,11 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv" >&2
   "$PY" -m venv .venv
 fi
-stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+stamp=.venv/.installed-$(cat pyproject.toml constraints.txt | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ]; then
   echo "setup: installing Python dependencies" >&2
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -e '.[dev]'
+  .venv/bin/python -m pip install -q -c constraints.txt -e '.[dev]'
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
