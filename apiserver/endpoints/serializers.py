@@ -240,12 +240,13 @@ def _to_json_value(value: Any, budget: list[int]) -> Any:
                       f"{type(value).__name__}")
 
 
-# libyaml's composer (the C loader) recurses once per level of nesting with no limit of its
-# own: some tens of thousands of "[" overflow the thread's stack and kill the process. Below
-# this many possible levels the composer is safe and ``depth_exceeds`` judges the result.
+# libyaml's composer (the C loader) recurses once per level of nesting, and before libyaml
+# 0.2.6 with no limit of its own: some tens of thousands of "[" overflowed the thread's stack
+# and killed the process. Below this many possible levels the composer is safe and
+# ``depth_exceeds`` judges the result. (The check stays for a build without the limit.)
 _YAML_SAFE_NESTING: Final = 5000
 _NESTING_STARTS: Final = (b"[", b"{", b"-", b"?", b":", b"\n")
-# libyaml 0.2.6 (bundled from PyYAML 6.0.4) stops at 1,000 levels with a scanner error of
+# libyaml 0.2.6 (bundled with PyYAML 6.0.4) stops at 1,000 levels with a scanner error of
 # this text; older builds have no limit. Either way the client reads upstream's message.
 _LIBYAML_DEPTH_PROBLEM: Final = "exceeded maximum nesting depth"
 
