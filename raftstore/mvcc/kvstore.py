@@ -3,8 +3,9 @@
 State, and the invariants that hold between two calls:
 
 - ``index`` maps every key that has at least one kept version to its versions (an ``Entry``
-  of ``raftstore.mvcc.key_index``: the one version itself, or a list of them); ``keys`` holds
-  exactly the same keys in byte order, so a range visits only the keys it selects.
+  of ``raftstore.mvcc.key_index``: the one version itself, a tuple of a few, or a list of
+  more); ``keys`` holds exactly the same keys in byte order, so a range visits only the keys
+  it selects.
 - ``rev`` is the revision of the last committed write transaction, 1 on an empty store; no
   version above ``rev`` is in the index except those of the one open write transaction.
 - ``log[i]`` names the keys changed at revision ``log_start + i`` (one bytes object when a
@@ -16,7 +17,8 @@ State, and the invariants that hold between two calls:
   ``c`` survived.
 - ``view_epoch`` counts ``snapshot_view`` calls. A list entry may be held by a ``SnapshotView``
   and is changed in place only when its key is in ``owned`` (the list was made after the last
-  view); ``own_versions`` swaps in a copy first. Tuple entries are immutable. The key chunks of
+  view); ``own_versions`` swaps in a copy first. Tuple entries (one version or a few) are
+  immutable. The key chunks of
   ``keys`` and the lessor's key sets are copy-on-write too, by the epoch.
 
 Construct with ``KVStore()``: it owns its lessor as ``store.lessor``.
@@ -235,7 +237,7 @@ class KVStore:
 
     def version_count(self) -> int:
         """Versions kept (tombstones included): what compaction frees."""
-        return sum(len(e) if e.__class__ is list else 1 for e in self.index.values())
+        return sum(len(versions(e)) for e in self.index.values())
 
     def key_count(self) -> int:
         """Keys live at the current revision."""

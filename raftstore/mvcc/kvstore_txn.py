@@ -18,6 +18,7 @@ from raftstore.mvcc.key_index import (
     KeyValues,
     Version,
     as_key_value,
+    grown,
     latest,
     without_last,
 )
@@ -91,8 +92,9 @@ class StoreTxnWrite:
         elif entry.__class__ is list:
             store.own_versions(key, entry).append(v)  # type: ignore[union-attr]
         else:
-            index[key] = [entry, v]  # type: ignore[list-item]
-            store.owned.add(key)
+            index[key] = new = grown(entry, v)
+            if new.__class__ is list:
+                store.owned.add(key)
         if old_lease != lease:
             if old_lease:
                 lessor.detach(old_lease, key)
@@ -131,8 +133,9 @@ class StoreTxnWrite:
             tomb: Version = (key, 0, rev, 0, b"", 0)
             entry = index[key]
             if entry.__class__ is not list:
-                index[key] = [entry, tomb]  # type: ignore[list-item]
-                owned.add(key)
+                index[key] = new = grown(entry, tomb)
+                if new.__class__ is list:
+                    owned.add(key)
             elif key in owned:
                 entry.append(tomb)
             else:
