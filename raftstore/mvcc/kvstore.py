@@ -18,8 +18,8 @@ State, and the invariants that hold between two calls:
 - ``view_epoch`` counts ``snapshot_view`` calls. A list entry may be held by a ``SnapshotView``
   and is changed in place only when its key is in ``owned`` (the list was made after the last
   view); ``own_versions`` swaps in a copy first. Tuple entries (one version or a few) are
-  immutable. The key chunks of
-  ``keys`` and the lessor's key sets are copy-on-write too, by the epoch.
+  immutable. The key chunks of ``keys`` and the lessor's key sets are copy-on-write too, by
+  the epoch.
 
 Construct with ``KVStore()``: it owns its lessor as ``store.lessor``.
 """
