@@ -133,9 +133,12 @@ class StoreTxnWrite:
             tomb: Version = (key, 0, rev, 0, b"", 0)
             entry = index[key]
             if entry.__class__ is not list:
-                index[key] = new = grown(entry, tomb)
-                if new.__class__ is list:
-                    owned.add(key)
+                if entry[0].__class__ is not tuple:  # one version: a pair (grown, inline)
+                    index[key] = (entry, tomb)  # type: ignore[assignment]
+                else:
+                    index[key] = new = grown(entry, tomb)
+                    if new.__class__ is list:
+                        owned.add(key)
             elif key in owned:
                 entry.append(tomb)
             else:
