@@ -7,6 +7,11 @@ in a pickled side file. This journal replaces it (see replication.py for how it 
   ``add`` only buffers, ``sync`` writes the buffer and fdatasyncs once (group commit: every
   entry appended since the last sync shares one fdatasync); ``durable_index`` is the index of
   the last entry known to be on disk;
+* the file is grown ahead of the records by ``_GROW`` bytes of written zeros at a time, as
+  etcd preallocates its WAL segments: an fdatasync of records written over zeros already on
+  disk has no file size or block allocation to commit, only the data (on ext4 here, 30% less
+  CPU per sync and a lower tail than appending, see docs/benchmarks.md). Reading stops at
+  the first record that does not check; a tail of zeros after it is that space, not damage;
 * term, vote and commit index live in ``<path>.meta`` as msgpack, replaced atomically (write a
   temporary file, fsync it, rename, fsync the directory). Term and vote are stored
   synchronously, because Raft forbids sending a vote before they are durable;
@@ -69,6 +74,9 @@ class JournalError(Exception):
 _DEAD_PREFIX: Final = 64 << 20
 _SLOW_SYNC: Final = 0.1  # seconds; etcd warns at 1 s, we want to see smaller stalls too
 _HEADER: Final = struct.Struct("<IIQQ")  # payload length, crc32 of the rest, idx, term
+# The journal file is grown this much ahead of its records (written zeros; see the module doc).
+_GROW: Final = 4 << 20
+_ZEROS: Final = bytes(1 << 20)
 
 Entry = tuple[bytes, int, int]  # (command, idx, term) as pysyncobj stores them
 
@@ -178,6 +186,7 @@ class DurableJournal(Journal):  # type: ignore[misc]
         mark = self._meta.get("synced")
         self._synced_on_disk = mark if isinstance(mark, int) else 0
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        self._alloc_end = 0  # the file's size: records, then zeros (under _io_lock)
         try:
             self._size = self._load_entries()
         except JournalError:
@@ -237,24 +246,28 @@ class DurableJournal(Journal):  # type: ignore[misc]
             self._ends.append(end)
             offset = end
         last = self._entries[-1][1] if self._entries else 0
+        # Space grown ahead of the records (zeros) ends the records as the file's end does.
+        zero_tail = data.count(0, offset) == len(data) - offset
         if last < self._synced_on_disk:
             # Entries the meta file recorded as on disk are not all readable: damaged, cut
             # (a file shortened at a record boundary, or emptied) or missing.
             what = (f"the record at offset {offset} is damaged (bad length or CRC; "
-                    f"{len(data) - offset} bytes follow)" if offset != len(data)
-                    else f"it ends after {len(self._entries)} entries ({len(data)} bytes)")
+                    f"{len(data) - offset} bytes follow)" if not zero_tail
+                    else f"it ends after {len(self._entries)} entries ({offset} bytes)")
             raise JournalError(
                 f"{self._path}: {what}, but every entry up to index {self._synced_on_disk} "
                 f"was on disk (the last readable one is {last or 'none'}). Refusing to start "
                 "rather than drop acknowledged entries: restore the data directory from a "
                 "backup, or replace the member with an empty data directory "
                 "(docs/raftstore.md, \"Durability\")")
-        if offset != len(data):
+        self._alloc_end = len(data)
+        if not zero_tail:
             # A torn tail from a crash mid-write: never acknowledged (see module doc).
             log.warning("raft journal %s: cutting a torn tail of %d bytes after entry %d",
                         self._path, len(data) - offset, last)
             os.ftruncate(self._fd, offset)
             os.fsync(self._fd)
+            self._alloc_end = offset
         elif data and self._fsync:
             # After a process kill the file may hold writes that were never synced; they
             # are counted durable from here on (durable_index), so make them so.
@@ -276,6 +289,8 @@ class DurableJournal(Journal):  # type: ignore[misc]
             last = self._last_idx
         try:
             if data:
+                if offset + len(data) > self._alloc_end:
+                    self._grow(offset + len(data))
                 view = memoryview(data)
                 while view:  # pwrite may write less than asked
                     written = os.pwrite(self._fd, view, offset)
@@ -298,6 +313,15 @@ class DurableJournal(Journal):  # type: ignore[misc]
         self._needs_sync = False
         if last > self.durable_index:
             self.durable_index = last
+
+    def _grow(self, end: int) -> None:
+        """Write zeros from the file's end to ``_GROW`` bytes past ``end`` (``_io_lock`` held;
+        the fdatasync that follows makes them durable with the records written over them)."""
+        new_end = end + _GROW
+        pos = self._alloc_end
+        while pos < new_end:
+            pos += os.pwrite(self._fd, memoryview(_ZEROS)[: new_end - pos], pos)
+        self._alloc_end = new_end
 
     def _store_meta_soon(self) -> None:
         """Have the journal's thread sync the entries and then store the meta file, so that
@@ -375,7 +399,9 @@ class DurableJournal(Journal):  # type: ignore[misc]
                 del self._pending[new_size - written :]
             else:
                 self._pending.clear()
+                # Cut, not zeroed: no record past the cut may be read back.
                 os.ftruncate(self._fd, new_size)
+                self._alloc_end = new_size
                 self._needs_sync = True
             self._size = new_size
             self._last_idx = self._entries[-1][1] if self._entries else 0
@@ -451,6 +477,7 @@ class DurableJournal(Journal):  # type: ignore[misc]
         disposer.drop(old_entries)
         disposer.drop(old_ends)
         self._size = size
+        self._alloc_end = size
         self._start = 0
         self._pending.clear()
         self._needs_sync = False

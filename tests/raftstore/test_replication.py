@@ -988,6 +988,98 @@ def test_journal_refuses_entries_missing_below_the_synced_mark(tmp_path: object)
         DurableJournal(path)
 
 
+def _records_end(data: bytes) -> int:
+    offset = 0
+    while offset + 24 <= len(data) and struct.unpack_from("<I", data, offset)[0]:
+        offset += 24 + struct.unpack_from("<I", data, offset)[0]
+    return offset
+
+
+def test_journal_writes_records_over_zeros_grown_ahead(
+    tmp_path: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An fdatasync of a record appended to the file also commits the file's new size and
+    blocks; over zeros already written it commits only the data (etcd preallocates its WAL
+    for this). The file is grown ahead of its records, and the zeros read back as its end,
+    not as a torn tail."""
+    import raftstore.journal as journal_module
+
+    path = os.path.join(str(tmp_path), "j")
+    grow = journal_module._GROW
+    j = DurableJournal(path)
+    j.add(b"cmd1", 1, 1)
+    j.sync()
+    size = os.path.getsize(path)
+    assert size >= grow
+    for i in range(2, 200):
+        j.add(b"cmd%d" % i, i, 1)
+        j.sync()
+    assert os.path.getsize(path) == size  # written over the zeros, the size unchanged
+    with open(path, "rb") as f:
+        data = f.read()
+    end = _records_end(data)
+    assert not data[end:].strip(b"\0") and len(data) - end > grow // 2
+    os.close(j._fd)  # a crash: the zeros stay
+    with caplog.at_level("WARNING", logger="raftstore.journal"):
+        j2 = DurableJournal(path)
+    assert [e[1] for e in j2] == list(range(1, 200))
+    assert "torn" not in caplog.text and os.path.getsize(path) == size
+    # Appends after the restart go on over the zeros; past them the file grows again.
+    big = b"v" * (grow // 4)
+    for i in range(200, 206):
+        j2.add(big, i, 1)
+        j2.sync()
+    grown = os.path.getsize(path)
+    assert grown > size
+    j2._destroy()
+    j3 = DurableJournal(path)
+    assert [e[1] for e in j3] == list(range(1, 206)) and j3[-1][0] == big
+    assert os.path.getsize(path) == grown
+    j3._destroy()
+
+
+def test_journal_cut_leaves_no_record_in_the_grown_space(tmp_path: object) -> None:
+    """A cut of written records (a follower's conflict) shortens the file: left in the space
+    grown ahead, the old records past the cut would read back as entries after a restart."""
+    path = os.path.join(str(tmp_path), "j")
+    j = DurableJournal(path)
+    for i in range(1, 11):
+        j.add(b"old%d" % i, i, 1)
+    j.sync()
+    j.deleteEntriesFrom(5)
+    j.sync()
+    os.close(j._fd)  # a crash before anything else is appended
+    j2 = DurableJournal(path)
+    assert [e[1] for e in j2] == [1, 2, 3, 4, 5]
+    j2.add(b"new6", 6, 2)
+    j2.sync()
+    os.close(j2._fd)
+    j3 = DurableJournal(path)
+    assert [(e[1], e[2]) for e in j3] == [(1, 1), (2, 1), (3, 1), (4, 1), (5, 1), (6, 2)]
+    j3._destroy()
+
+
+def test_journal_cuts_a_torn_record_in_the_grown_space(tmp_path: object) -> None:
+    path = os.path.join(str(tmp_path), "j")
+    j = DurableJournal(path)
+    for i in range(1, 6):
+        j.add(b"cmd%d" % i, i, 1)
+    j.sync()
+    os.close(j._fd)
+    with open(path, "r+b") as f:
+        end = _records_end(f.read())
+        f.seek(end)
+        f.write(b"\x10\x00\x00\x00torn")  # half a record, zeros after it
+    j2 = DurableJournal(path)
+    assert [e[1] for e in j2] == [1, 2, 3, 4, 5] and os.path.getsize(path) == end
+    j2.add(b"cmd6", 6, 1)
+    j2.sync()
+    j2._destroy()
+    j3 = DurableJournal(path)
+    assert [e[1] for e in j3] == [1, 2, 3, 4, 5, 6]
+    j3._destroy()
+
+
 def test_journal_rewrite_survives_short_writes(tmp_path: object,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """os.write may write less than asked (a nearly full disk); the rewrite took one write
