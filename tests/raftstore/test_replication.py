@@ -169,12 +169,18 @@ async def test_no_quorum_times_out(tmp_path: object) -> None:
         rep.stop()
 
 
+def _synced_journal(path: str, last: int, prefix: bytes = b"cmd") -> DurableJournal:
+    """A journal holding entries 1..last of term 1, synced."""
+    j = DurableJournal(path)
+    for i in range(1, last + 1):
+        j.add(prefix + b"%d" % i, i, 1)
+    j.sync()
+    return j
+
+
 def test_journal_cuts_torn_tail_and_keeps_synced_entries(tmp_path: object) -> None:
     path = os.path.join(str(tmp_path), "j")
-    j = DurableJournal(path)
-    for i in range(1, 6):
-        j.add(b"cmd%d" % i, i, 1)
-    j.sync()
+    j = _synced_journal(path, 5)
     j.add(b"never-synced", 6, 1)  # buffered only: lost by a crash, never acknowledged
     j.setCurrentTerm(3, "127.0.0.1:1")
     os.close(j._fd)  # simulate a crash: no _destroy
@@ -231,10 +237,7 @@ def test_journal_refuses_damage_to_entries_it_had_synced(tmp_path: object) -> No
 
 def test_journal_still_cuts_a_torn_write_past_the_synced_mark(tmp_path: object) -> None:
     path = os.path.join(str(tmp_path), "j")
-    j = DurableJournal(path)
-    for i in range(1, 6):
-        j.add(b"cmd%d" % i, i, 1)
-    j.sync()
+    j = _synced_journal(path, 5)
     j.setCurrentTerm(2, None)  # meta written: synced up to 5
     for i in range(6, 9):
         j.add(b"cmd%d" % i, i, 1)
@@ -250,10 +253,7 @@ def test_journal_lowers_the_synced_mark_when_the_log_is_cut(tmp_path: object) ->
     """A follower whose log is cut at a conflict appends other entries at the same indexes;
     a torn write of those must not read as damage to the entries cut away."""
     path = os.path.join(str(tmp_path), "j")
-    j = DurableJournal(path)
-    for i in range(1, 11):
-        j.add(b"old%d" % i, i, 1)
-    j.sync()
+    j = _synced_journal(path, 10, b"old")
     j.setCurrentTerm(2, None)  # synced up to 10
     j.deleteEntriesFrom(5)  # entries 6.. conflicted with the new leader's
     for i in range(6, 9):
@@ -299,10 +299,7 @@ def test_journal_delete_to_past_its_end_keeps_the_last_entry(tmp_path: object) -
     """pysyncobj compacts up to a snapshot's index even if its log was truncated below that
     index meanwhile (a restarted ex-leader once hit IndexError here)."""
     path = os.path.join(str(tmp_path), "j")
-    j = DurableJournal(path)
-    for i in range(1, 6):
-        j.add(b"cmd%d" % i, i, 1)
-    j.sync()
+    j = _synced_journal(path, 5)
     j.deleteEntriesTo(40)
     assert list(j[0:]) == [(b"cmd5", 5, 1)]
     j.add(b"cmd6", 6, 1)
@@ -1042,10 +1039,7 @@ def test_journal_cut_leaves_no_record_in_the_grown_space(tmp_path: object) -> No
     """A cut of written records (a follower's conflict) shortens the file: left in the space
     grown ahead, the old records past the cut would read back as entries after a restart."""
     path = os.path.join(str(tmp_path), "j")
-    j = DurableJournal(path)
-    for i in range(1, 11):
-        j.add(b"old%d" % i, i, 1)
-    j.sync()
+    j = _synced_journal(path, 10, b"old")
     j.deleteEntriesFrom(5)
     j.sync()
     os.close(j._fd)  # a crash before anything else is appended
@@ -1061,10 +1055,7 @@ def test_journal_cut_leaves_no_record_in_the_grown_space(tmp_path: object) -> No
 
 def test_journal_cuts_a_torn_record_in_the_grown_space(tmp_path: object) -> None:
     path = os.path.join(str(tmp_path), "j")
-    j = DurableJournal(path)
-    for i in range(1, 6):
-        j.add(b"cmd%d" % i, i, 1)
-    j.sync()
+    j = _synced_journal(path, 5)
     os.close(j._fd)
     with open(path, "r+b") as f:
         end = _records_end(f.read())
