@@ -187,6 +187,7 @@ class DurableJournal(Journal):  # type: ignore[misc]
         self._synced_on_disk = mark if isinstance(mark, int) else 0
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         self._alloc_end = 0  # the file's size: records, then zeros (under _io_lock)
+        self._grow_failed = False  # the last attempt to grow it failed (a full disk)
         try:
             self._size = self._load_entries()
         except JournalError:
@@ -316,12 +317,23 @@ class DurableJournal(Journal):  # type: ignore[misc]
 
     def _grow(self, end: int) -> None:
         """Write zeros from the file's end to ``_GROW`` bytes past ``end`` (``_io_lock`` held;
-        the fdatasync that follows makes them durable with the records written over them)."""
+        the fdatasync that follows makes them durable with the records written over them).
+        A disk too full for that space is not an error: the records are appended as they
+        were before the file was grown ahead, and only their own write failing stops the
+        member."""
         new_end = end + _GROW
         pos = self._alloc_end
-        while pos < new_end:
-            pos += os.pwrite(self._fd, memoryview(_ZEROS)[: new_end - pos], pos)
-        self._alloc_end = new_end
+        try:
+            while pos < new_end:
+                pos += os.pwrite(self._fd, memoryview(_ZEROS)[: new_end - pos], pos)
+        except OSError as e:
+            if not self._grow_failed:
+                log.warning("raft journal %s: cannot grow the file ahead of its records (%s); "
+                            "appending instead", self._path, e)
+            self._grow_failed = True
+        else:
+            self._grow_failed = False
+        self._alloc_end = pos
 
     def _store_meta_soon(self) -> None:
         """Have the journal's thread sync the entries and then store the meta file, so that

@@ -1035,6 +1035,42 @@ def test_journal_writes_records_over_zeros_grown_ahead(
     j3._destroy()
 
 
+def test_journal_on_a_disk_too_full_to_grow_appends_as_before(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Growing the file needs 4 MiB more than the records: a disk without them must not stop
+    a member whose records still fit."""
+    import errno
+
+    import raftstore.journal as journal_module
+
+    real = os.pwrite
+
+    def pwrite(fd: int, data: bytes | memoryview, offset: int) -> int:
+        if len(data) > 4096 and not bytes(data).strip(b"\0"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd, data, offset)
+
+    monkeypatch.setattr(os, "pwrite", pwrite)
+    monkeypatch.setattr(journal_module, "on_fatal", lambda what, exc: pytest.fail(what))
+    path = os.path.join(str(tmp_path), "j")
+    with caplog.at_level("WARNING", logger="raftstore.journal"):
+        j = DurableJournal(path)
+        for i in range(1, 21):
+            j.add(b"cmd%d" % i, i, 1)
+            j.sync()
+    assert caplog.text.count("cannot grow") == 1  # said once, not at every sync
+    assert os.path.getsize(path) < 4096  # appended, not grown
+    j._destroy()
+    monkeypatch.setattr(os, "pwrite", real)
+    j2 = DurableJournal(path)
+    assert [e[1] for e in j2] == list(range(1, 21))
+    j2.add(b"cmd21", 21, 1)
+    j2.sync()
+    assert os.path.getsize(path) > journal_module._GROW  # grown again once there is room
+    j2._destroy()
+
+
 def test_journal_cut_leaves_no_record_in_the_grown_space(tmp_path: object) -> None:
     """A cut of written records (a follower's conflict) shortens the file: left in the space
     grown ahead, the old records past the cut would read back as entries after a restart."""
