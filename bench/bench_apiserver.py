@@ -15,9 +15,9 @@ the store's raw put rate at the same concurrency (gRPC puts of the same bytes; i
 creates for the embedded store); gets/s of one object from one replica; a list of 10,000
 ConfigMaps (ms, from the watch cache); watch delivery latency (write acknowledged -> event
 received) p50/p99 with N watchers while a writer makes 100 writes/s, and whether any watcher
-saw a gap. Ratios: gets against the bare ceiling measured just before the series (and
-against the one measured after every series, as runs before 2026-11-24 11:30 UTC did: this
-machine's speed drifts over minutes), creates against the raw store.
+saw a gap. Ratios: gets against the bare ceiling measured in the same run of turns (the
+series' GETs and the ceiling's alternate, ``GET_TURNS``: this machine's speed drifts over
+minutes), and against the one measured after every series; creates against the raw store.
 
 The load generator is one asyncio process on the same 2-core machine as the servers, so every
 figure includes its share of the CPU. Nothing here is asserted: it prints a table and writes
@@ -42,7 +42,7 @@ import urllib.request
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Final, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -139,13 +139,41 @@ class CpuMeter:
 
     def stop(self, ops: int) -> dict[str, float]:
         """CPU ms per operation of each group since start(), and store ranges per operation."""
-        out = {f"{k}_ms_per_op":
-               round((cpu_seconds(v, k == "client") - self._start[k]) * 1000 / max(ops, 1), 3)
-               for k, v in self.groups.items()}
+        return self._per_op(self._elapsed(), ops)
+
+    def _elapsed(self) -> dict[str, float]:
+        out = {k: cpu_seconds(v, k == "client") - self._start[k] for k, v in self.groups.items()}
         if self.store_metrics:
-            out["store_ranges_per_op"] = round(
-                (store_ranges(self.store_metrics) - self._ranges) / max(ops, 1), 3)
+            out["ranges"] = store_ranges(self.store_metrics) - self._ranges
         return out
+
+    def _per_op(self, used: dict[str, float], ops: int) -> dict[str, float]:
+        out = {f"{k}_ms_per_op": round(used[k] * 1000 / max(ops, 1), 3) for k in self.groups}
+        if self.store_metrics:
+            out["store_ranges_per_op"] = round(used["ranges"] / max(ops, 1), 3)
+        return out
+
+    def laps(self) -> CpuLaps:
+        return CpuLaps(self)
+
+
+class CpuLaps:
+    """A CpuMeter's figures summed over several laps (the turns of one side of a paired
+    phase), leaving out what ran between them."""
+
+    def __init__(self, meter: CpuMeter) -> None:
+        self.meter = meter
+        self.used: dict[str, float] = {}
+
+    def start(self) -> None:
+        self.meter.start()
+
+    def stop(self) -> None:
+        for k, v in self.meter._elapsed().items():
+            self.used[k] = self.used.get(k, 0.0) + v
+
+    def per_op(self, ops: int) -> dict[str, float]:
+        return self.meter._per_op(self.used, ops)
 
 
 def configmap(name: str, stamp: float = 0.0) -> dict[str, Any]:
@@ -174,11 +202,35 @@ async def run_clients(concurrency: int, total: int,
 
     t0 = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
-    elapsed = time.perf_counter() - t0
+    return summary(latencies, time.perf_counter() - t0, failures)
+
+
+def summary(latencies: list[float], elapsed: float, failures: dict[str, int]
+            ) -> dict[str, Any]:
     return {"ops": len(latencies), "per_s": round(len(latencies) / elapsed, 1),
             "p50_ms": round(percentile(latencies, 0.50) * 1000, 2),
             "p99_ms": round(percentile(latencies, 0.99) * 1000, 2),
-            "failures": failures}
+            "failures": failures, "elapsed_s": elapsed, "latencies_s": latencies}
+
+
+def pooled(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several rounds of one load as one: every operation over the rounds' summed time."""
+    failures: dict[str, int] = {}
+    for r in rounds:
+        for k, v in r["failures"].items():
+            failures[k] = failures.get(k, 0) + v
+    out = summary([x for r in rounds for x in r["latencies_s"]],
+                  sum(r["elapsed_s"] for r in rounds), failures)
+    out["rounds_per_s"] = [r["per_s"] for r in rounds]
+    return out
+
+
+def trimmed(result: dict[str, Any]) -> dict[str, Any]:
+    """A result without its latencies (for the JSON output)."""
+    out = {k: v for k, v in result.items() if k != "latencies_s"}
+    if "elapsed_s" in out:
+        out["elapsed_s"] = round(out["elapsed_s"], 3)
+    return out
 
 
 class Http:
@@ -217,9 +269,16 @@ async def ensure_namespace(http: Http, ns: str) -> None:
             raise
 
 
+# The GETs of a series and of the bare ceiling take turns in this order (A: the series, B:
+# the ceiling), each turn a share of ``Plan.gets``: both sides see the same moments of a
+# machine whose speed drifts over minutes (a shared VM), and their ratio compares like with
+# like. Before 2026-11-24 21:30 UTC the ceiling was one run of its own just before the series.
+GET_TURNS: Final = "ABBAABBA"
+
+
 async def api_phases(urls: list[str], ctx: ssl.SSLContext, kubeconfig: str, plan: Plan,
                      log: Callable[[str], None], phases: frozenset[str],
-                     meter: CpuMeter) -> dict[str, Any]:
+                     meter: CpuMeter, bare: BareServer | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     http = Http(urls, ctx, limit=max(plan.create_clients, plan.get_clients))
     try:
@@ -232,17 +291,22 @@ async def api_phases(urls: list[str], ctx: ssl.SSLContext, kubeconfig: str, plan
         if "create" in phases or "get" in phases:
             log(f"creates x{plan.creates} at {plan.create_clients} clients")
             meter.start()
-            out["create"] = await run_clients(plan.create_clients, plan.creates, create)
+            out["create"] = trimmed(await run_clients(plan.create_clients, plan.creates, create))
             out["create"]["cpu"] = meter.stop(out["create"]["ops"])
 
         async def get(i: int) -> None:
             await http.request("GET", f"{path}/c{i % 100}")
 
-        if "get" in phases:
+        if "get" in phases and bare is None:
             log(f"gets x{plan.gets} at {plan.get_clients} clients (one replica)")
             meter.start()
-            out["get"] = await run_clients(plan.get_clients, plan.gets, get)
+            out["get"] = trimmed(await run_clients(plan.get_clients, plan.gets, get))
             out["get"]["cpu"] = meter.stop(out["get"]["ops"])
+        elif "get" in phases:
+            assert bare is not None
+            log(f"gets x{plan.gets} at {plan.get_clients} clients (one replica), in turns "
+                f"{GET_TURNS} with the bare ceiling (B)")
+            out["get"], out["bare"] = await paired_gets(plan, get, bare, meter)
 
         if "list" in phases:
             # the list: top the namespace up to list_items objects in a second namespace
@@ -254,7 +318,7 @@ async def api_phases(urls: list[str], ctx: ssl.SSLContext, kubeconfig: str, plan
                                    expect=201)
 
             log(f"loading {plan.list_items} objects for the list")
-            out["list_load"] = await run_clients(32, plan.list_items, fill)
+            out["list_load"] = trimmed(await run_clients(32, plan.list_items, fill))
             times = []
             for _ in range(plan.list_repeats):
                 t0 = time.perf_counter()
@@ -509,7 +573,7 @@ async def raw_grpc_puts(endpoints: list[str], concurrency: int, total: int) -> d
             rpc_pb2.PutRequest(key=f"/bench/raw/{i}".encode(), value=value), timeout=10)
 
     try:
-        return await run_clients(concurrency, total, put)
+        return trimmed(await run_clients(concurrency, total, put))
     finally:
         for c in channels:
             await c.close()
@@ -525,7 +589,7 @@ async def raw_embedded_creates(concurrency: int, total: int) -> dict[str, Any]:
             async def create(i: int) -> None:
                 await store.create(f"/registry/configmaps/bench/r{i}", configmap(f"r{i}"))
 
-            return await run_clients(concurrency, total, create)
+            return trimmed(await run_clients(concurrency, total, create))
         finally:
             await store.close()
 
@@ -549,62 +613,116 @@ web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), ssl_context=ctx, print
 '''
 
 
-async def bare_ceiling(plan: Plan, sample: dict[str, Any], log: Callable[[str], None]
-                       ) -> dict[str, Any]:
-    import datetime
-    import ipaddress
+class BareServer:
+    """The ceiling: BARE_SERVER in a process of its own, with a throwaway certificate."""
 
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
+    def __init__(self, sample: dict[str, Any]) -> None:
+        self.sample = sample
+        self._dir = tempfile.TemporaryDirectory(prefix="bench-bare-")
+        self.cafile = Path(self._dir.name) / "c.pem"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.url = ""
 
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "bare")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-            .sign(key, hashes.SHA256()))
-    with tempfile.TemporaryDirectory() as d:
-        cp, kp = Path(d) / "c.pem", Path(d) / "k.pem"
-        cp.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    def start(self) -> BareServer:
+        import datetime
+        import ipaddress
+
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import NameOID
+
+        key = ec.generate_private_key(ec.SECP256R1())
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "bare")])
+        now = datetime.datetime.now(datetime.UTC)
+        cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+                .public_key(key.public_key()).serial_number(x509.random_serial_number())
+                .not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
+                .add_extension(x509.SubjectAlternativeName(
+                    [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+                .sign(key, hashes.SHA256()))
+        kp = Path(self._dir.name) / "k.pem"
+        self.cafile.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
         kp.write_bytes(key.private_bytes(serialization.Encoding.PEM,
                                          serialization.PrivateFormat.PKCS8,
                                          serialization.NoEncryption()))
         port = free_ports(1)[0]
-        proc = subprocess.Popen([sys.executable, "-c", BARE_SERVER, str(port), str(cp),  # noqa: ASYNC220
-                                 str(kp), json.dumps(sample)])
-        try:
-            ctx = ssl.create_default_context(cafile=str(cp))
-            url = f"https://127.0.0.1:{port}"
-            http = Http([url], ctx, limit=plan.get_clients)
-            for _ in range(100):
-                try:
-                    await http.request("GET", "/api/v1/namespaces/bench/configmaps/c0")
-                    break
-                except (aiohttp.ClientError, OSError):
-                    await asyncio.sleep(0.1)
+        self.url = f"https://127.0.0.1:{port}"
+        self.proc = subprocess.Popen([sys.executable, "-c", BARE_SERVER, str(port),
+                                      str(self.cafile), str(kp), json.dumps(self.sample)])
+        return self
 
-            async def get(i: int) -> None:
-                await http.request("GET", f"/api/v1/namespaces/bench/configmaps/c{i % 100}")
+    async def client(self, plan: Plan) -> Http:
+        """A session to the server, once it answers."""
+        http = Http([self.url], ssl.create_default_context(cafile=str(self.cafile)),
+                    limit=plan.get_clients)
+        for _ in range(100):
+            try:
+                await http.request("GET", "/api/v1/namespaces/bench/configmaps/c0")
+                return http
+            except (aiohttp.ClientError, OSError):
+                await asyncio.sleep(0.1)
+        await http.close()
+        raise RuntimeError("the bare ceiling server did not answer")
 
-            log(f"bare gets x{plan.gets}")
-            res = await run_clients(plan.get_clients, plan.gets, get)
-            await http.close()
-            return {"get": res}
-        finally:
-            proc.terminate()
-            proc.wait(10)
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(10)
+            self.proc = None
+        self._dir.cleanup()
+
+
+async def bare_gets(http: Http, plan: Plan, total: int) -> dict[str, Any]:
+    async def get(i: int) -> None:
+        await http.request("GET", f"/api/v1/namespaces/bench/configmaps/c{i % 100}")
+
+    return await run_clients(plan.get_clients, total, get)
+
+
+async def bare_ceiling(plan: Plan, bare: BareServer, log: Callable[[str], None]
+                       ) -> dict[str, Any]:
+    """The ceiling alone: ``plan.gets`` GETs of the bare server."""
+    http = await bare.client(plan)
+    try:
+        log(f"bare gets x{plan.gets}")
+        return {"get": trimmed(await bare_gets(http, plan, plan.gets))}
+    finally:
+        await http.close()
+
+
+async def paired_gets(plan: Plan, get: Callable[[int], Awaitable[None]], bare: BareServer,
+                      meter: CpuMeter) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The series' GETs and the bare ceiling's in GET_TURNS, ``plan.gets`` a side, pooled per
+    side; CPU figures over the series' turns only."""
+    http = await bare.client(plan)
+    per_turn = max(1, plan.gets * 2 // len(GET_TURNS))  # plan.gets a side
+    sides: dict[str, list[dict[str, Any]]] = {"A": [], "B": []}
+    laps = meter.laps()
+    try:
+        # Not counted: every client's connection opened (a TLS handshake each) on both sides.
+        await run_clients(plan.get_clients, plan.get_clients * 4, get)
+        await bare_gets(http, plan, plan.get_clients * 4)
+        for turn in GET_TURNS:
+            if turn == "A":
+                laps.start()
+                sides["A"].append(await run_clients(plan.get_clients, per_turn, get))
+                laps.stop()
+            else:
+                sides["B"].append(await bare_gets(http, plan, per_turn))
+    finally:
+        await http.close()
+    series, ceiling = trimmed(pooled(sides["A"])), trimmed(pooled(sides["B"]))
+    series["cpu"] = laps.per_op(series["ops"])
+    return series, {"get": ceiling}
 
 
 # -- series ---------------------------------------------------------------------------------------
 
 
 def run_series(label: str, plan: Plan, base: Path, store: str,
-               phases: frozenset[str] = frozenset(PHASES)) -> dict[str, Any]:
+               phases: frozenset[str] = frozenset(PHASES),
+               bare: BareServer | None = None) -> dict[str, Any]:
     def log(msg: str) -> None:
         print(f"[{label}] {msg}", flush=True)
 
@@ -629,7 +747,7 @@ def run_series(label: str, plan: Plan, base: Path, store: str,
                          cluster.pids() if cluster is not None else [],
                          [m.metrics_url for m in cluster.members] if cluster is not None else [])
         result.update(asyncio.run(api_phases([s.url for s in servers], ctx, main.kubeconfig,
-                                             plan, log, phases, meter)))
+                                             plan, log, phases, meter, bare)))
         if "create" not in phases:
             return result
         if store == "embedded":
@@ -665,7 +783,7 @@ def report(results: list[dict[str, Any]], bare: dict[str, Any]) -> str:
         ("raw store puts/s, 32 clients", lambda r: r["raw"]["per_s"]),
         ("creates / raw store", lambda r: round(r["create"]["per_s"] / r["raw"]["per_s"], 2)),
         ("gets/s, one replica", lambda r: r["get"]["per_s"]),
-        ("bare ceiling gets/s, just before", lambda r: r["bare"]["get"]["per_s"]),
+        ("bare ceiling gets/s, same turns", lambda r: r["bare"]["get"]["per_s"]),
         ("gets / bare ceiling", lambda r: round(r["get"]["per_s"] / r["bare"]["get"]["per_s"], 2)),
         ("gets / last bare ceiling", lambda r: round(r["get"]["per_s"] / bare["get"]["per_s"], 2)),
         ("get p99 ms", lambda r: r["get"]["p99_ms"]),
@@ -729,18 +847,17 @@ def main(argv: list[str] | None = None) -> int:
         labels = {"embedded": "plat-server (embedded)",
                   "raftstore": "2 apiservers / raftstore x3",
                   "etcd": "2 apiservers / etcd x3"}
-        for store in args.only.split(","):
-            # The ceiling is measured just before each series as well as after them all:
-            # this machine's speed drifts over minutes (a shared VM), and the ratio should
-            # compare the series with the ceiling of the same moment.
-            before = (asyncio.run(bare_ceiling(plan, configmap("c0"), print))
-                      if "get" in phases else None)
-            result = run_series(labels[store], plan, base, store, phases)
-            if before is not None:
-                result["bare"] = before
-            results.append(result)
-        bare = (asyncio.run(bare_ceiling(plan, configmap("c0"), print)) if "get" in phases
-                else {"get": {"per_s": float("nan"), "p99_ms": float("nan")}})
+        # The ceiling's server runs through the whole run: each series' GETs take turns with
+        # it (GET_TURNS), and it is measured once more on its own after every series.
+        server = BareServer(configmap("c0")).start() if "get" in phases else None
+        try:
+            for store in args.only.split(","):
+                results.append(run_series(labels[store], plan, base, store, phases, server))
+            bare = (asyncio.run(bare_ceiling(plan, server, print)) if server is not None
+                    else {"get": {"per_s": float("nan"), "p99_ms": float("nan")}})
+        finally:
+            if server is not None:
+                server.stop()
     table = report(results, bare)
     print(table)
     if args.out:
