@@ -96,7 +96,7 @@ def test_a_watch_that_is_not_a_stream_fails() -> None:
     assert isinstance(reader.done.exception(), RuntimeError)
 
 
-def test_report_compares_each_series_with_the_ceiling_measured_just_before_it() -> None:
+def test_report_compares_each_series_with_the_ceiling_measured_in_its_turns() -> None:
     bench = _bench()
     cpu = {"servers_ms_per_op": 0.4, "store_ms_per_op": 0.1}
     ours = {"label": "ours", "get": {"per_s": 1000.0, "p99_ms": 9.0, "cpu": cpu},
@@ -105,7 +105,64 @@ def test_report_compares_each_series_with_the_ceiling_measured_just_before_it() 
                                                        "cpu": cpu}}
     table = bench.report([ours, older], {"get": {"per_s": 4000.0, "p99_ms": 4.0}})
     rows = {line[:34].strip(): line[34:].split() for line in table.splitlines()[2:]}
-    assert rows["bare ceiling gets/s, just before"] == ["2500.0", "-"]
+    assert rows["bare ceiling gets/s, same turns"] == ["2500.0", "-"]
     assert rows["gets / bare ceiling"] == ["0.4", "-"]
     assert rows["gets / last bare ceiling"] == ["0.25", "0.25"]
     assert "last bare aiohttp ceiling gets/s (after every series): 4000.0" in table
+
+
+def test_pooled_rounds_count_every_operation_over_the_summed_time() -> None:
+    bench = _bench()
+    a = bench.summary([0.001] * 100, 0.5, {"E": 1})
+    b = bench.summary([0.003] * 300, 1.5, {"E": 2, "F": 1})
+    both = bench.pooled([a, b])
+    assert both["ops"] == 400 and both["per_s"] == 200.0
+    assert both["failures"] == {"E": 3, "F": 1}
+    assert both["rounds_per_s"] == [200.0, 200.0]
+    assert both["p99_ms"] == 3.0
+    assert "latencies_s" not in bench.trimmed(both)
+
+
+def test_paired_gets_take_turns_with_the_ceiling_and_meter_only_the_series() -> None:
+    """The real bare server, and a series side that records when it ran."""
+    bench = _bench()
+    plan = bench.Plan(creates=0, create_clients=1, gets=64, get_clients=4, list_items=0,
+                      list_repeats=0, watchers=0, watch_writes=0, write_rate=1.0)
+    bare = bench.BareServer(bench.configmap("c0")).start()
+    calls: list[int] = []
+
+    async def series_get(i: int) -> None:
+        calls.append(i)
+
+    class Meter:
+        def __init__(self) -> None:
+            self.starts = 0
+
+        def laps(self) -> Any:
+            meter = self
+
+            class Laps:
+                def start(self) -> None:
+                    meter.starts += 1
+
+                def stop(self) -> None:
+                    pass
+
+                def per_op(self, ops: int) -> dict[str, float]:
+                    return {"ops_seen": float(ops)}
+
+            return Laps()
+
+    meter = Meter()
+    try:
+        series, ceiling = asyncio.run(bench.paired_gets(plan, series_get, bare, meter))
+    finally:
+        bare.stop()
+    turns = bench.GET_TURNS
+    assert series["ops"] == 64 and ceiling["get"]["ops"] == 64
+    assert len(series["rounds_per_s"]) == turns.count("A")
+    assert len(ceiling["get"]["rounds_per_s"]) == turns.count("B")
+    assert meter.starts == turns.count("A")  # the warm-up and the ceiling's turns are not metered
+    assert series["cpu"] == {"ops_seen": 64.0}
+    assert len(calls) == 64 + plan.get_clients * 4  # the turns and the warm-up
+    assert not ceiling["get"]["failures"]
