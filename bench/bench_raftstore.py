@@ -320,6 +320,15 @@ def member_events(cluster: Cluster, limit: int = 60) -> list[str]:
     return out[-limit:]
 
 
+def leader_name(cluster: Cluster) -> str | None:
+    """The leader's member name (recorded: a client's latency depends on the member's role),
+    or None if the members do not agree on one."""
+    try:
+        return cluster.members[cluster.leader(timeout=5.0)].name
+    except Exception:  # noqa: BLE001 - a figure of the report, not a reason to fail the run
+        return None
+
+
 def run_series(label: str, cluster: Cluster, plan: Plan, skip_perf: bool) -> dict[str, Any]:
     def log(msg: str) -> None:
         print(f"  [{label}] {time.strftime('%H:%M:%S')} {msg}", file=sys.stderr, flush=True)
@@ -328,6 +337,7 @@ def run_series(label: str, cluster: Cluster, plan: Plan, skip_perf: bool) -> dic
                               "durability": cluster.durability}
     log("starting 3 members")
     cluster.start(timeout=60)
+    result["leader_at_start"] = leader_name(cluster)
     try:
         if not skip_perf:
             log(f"etcdctl check perf --load={plan.perf_load} (60 s)")
@@ -337,6 +347,7 @@ def run_series(label: str, cluster: Cluster, plan: Plan, skip_perf: bool) -> dic
         result["error"] = f"{type(exc).__name__}: {exc}"
         log(f"failed: {result['error']}")
     finally:
+        result["leader_at_end"] = leader_name(cluster)
         result["member_events"] = member_events(cluster)
         cluster.stop()
     return result
@@ -448,6 +459,7 @@ def run_paired(series: dict[str, tuple[str, Cluster]], plan: Plan, skip_perf: bo
             log(f"starting {k}: 3 members")
             c.start(timeout=60)
             started.append(c)
+            results[k]["leader_at_start"] = leader_name(c)
         if not skip_perf:
             perf: dict[str, list[dict[str, Any]]] = {k: [] for k in clusters}
             for k in alternation(perf_rounds):
@@ -463,6 +475,8 @@ def run_paired(series: dict[str, tuple[str, Cluster]], plan: Plan, skip_perf: bo
         log(f"failed: {type(exc).__name__}: {exc}")
     finally:
         for k, c in clusters.items():
+            if c in started:
+                results[k]["leader_at_end"] = leader_name(c)
             results[k]["member_events"] = member_events(c)
         for c in started:
             c.stop()
@@ -603,6 +617,9 @@ def main(argv: list[str] | None = None) -> int:
     table, ratios = report(results)
     print()
     print(table)
+    for r in results:
+        print(f"{r['label']}: leader {r.get('leader_at_start')} at the start, "
+              f"{r.get('leader_at_end')} at the end")
     for r in results:
         if "error" in r:
             print(f"{r['label']}: FAILED: {r['error']}")

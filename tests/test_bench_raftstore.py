@@ -48,3 +48,22 @@ def test_many_clients_spread_evenly_too() -> None:
     ch = SimpleNamespace(kv=[_Stub(n, seen) for n in ["a", "b", "c"]])
     asyncio.run(bench.put_latency(ch, 8, 240, 30.0))
     assert sorted(seen.count(m) for m in "abc") == [80, 80, 80]
+
+
+def test_the_leader_is_recorded_by_member_name() -> None:
+    bench = _bench()
+    members = [SimpleNamespace(name=f"m{i}") for i in range(3)]
+
+    class Agreed:
+        def __init__(self) -> None:
+            self.members = members
+
+        def leader(self, timeout: float) -> int:
+            return 2
+
+    class NoAgreement(Agreed):
+        def leader(self, timeout: float) -> int:
+            raise RuntimeError("no agreed leader")
+
+    assert bench.leader_name(Agreed()) == "m2"
+    assert bench.leader_name(NoAgreement()) is None
