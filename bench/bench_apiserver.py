@@ -272,7 +272,7 @@ async def ensure_namespace(http: Http, ns: str) -> None:
 # The GETs of a series and of the bare ceiling take turns in this order (A: the series, B:
 # the ceiling), each turn a share of ``Plan.gets``: both sides see the same moments of a
 # machine whose speed drifts over minutes (a shared VM), and their ratio compares like with
-# like. Before 2026-11-24 21:30 UTC the ceiling was one run of its own just before the series.
+# like. Before 2026-11-24 21:12 UTC the ceiling was one run of its own just before the series.
 GET_TURNS: Final = "ABBAABBA"
 
 
