@@ -188,8 +188,8 @@ async def decode_request_object(scope: Scope, directive: str) -> dict[str, Any]:
     if meta is None:
         obj["metadata"] = {}
     elif not isinstance(meta, dict):
-        raise decode_error(scope, "json: cannot unmarshal into Go struct field "
-                                  f"{scope.kind}.metadata of type v1.ObjectMeta", body,
+        raise decode_error(scope, f"json: cannot unmarshal {decode.json_kind(meta)} into Go "
+                                  f"struct field {scope.kind}.metadata of type v1.ObjectMeta", body,
                            scope.kind, _version_of(scope.api_version))
     if dups and media == YAML:
         # upstream first runs a YAML body through its strict YAML reader, whose one error

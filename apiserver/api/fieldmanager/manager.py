@@ -26,6 +26,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from apiserver import status
+from apiserver.api.gofmt import go_format
 
 from . import managedfields as mf
 from .fieldpath import EMPTY, FieldSet, parse_path, path_string
@@ -283,6 +284,13 @@ class FieldManager:
         meta = config.get("metadata")
         if isinstance(meta, dict) and meta.get("managedFields") is not None:
             raise status.bad_request("metadata.managedFields must be nil")
+        if meta is not None and not isinstance(meta, dict):
+            # the typed conversion of the configuration is where upstream stops (its %v of
+            # an unstructured value prints the struct that wraps it)
+            raise UnknownError(
+                "failed to create typed patch object ("
+                f"/; {_gvk_string(self.api_version, self.kind)}): "
+                f".metadata: expected map, got &{{{go_format(meta)}}}")
         live_meta = (live or {}).get("metadata") or {}
         try:
             managed = mf.decode_shared(live_meta.get("managedFields"))

@@ -130,6 +130,18 @@ async def test_bad_configurations_are_400(real: Client) -> None:
     assert code == 400
     assert err["message"] == ("the name of the object (a) does not match the name on the URL "
                               "(b)")
+    # metadata that is not a map: found by a fuzz run, where it was a 500 (an apply of an
+    # existing object crashed after the merge); upstream's typed conversion refuses it
+    await apply(real, f"{CM}/a", cm("a", {"k": "v"}))
+    for name, meta, shown in (("a", "x", "x"), ("a", [1, 2], "[1 2]"),
+                              ("new", 5, "5"), ("a", [[[]]], "[[[]]]")):
+        code, err = await apply(real, f"{CM}/{name}", orjson.dumps(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}))
+        assert (code, err["reason"]) == (400, "BadRequest"), err
+        assert err["message"] == ("failed to create typed patch object (/; /v1, "
+                                  f"Kind=ConfigMap): .metadata: expected map, got &{{{shown}}}")
+    r = await real.get(f"{CM}/new")
+    assert r.status == 404
 
 
 async def test_duplicate_keys_under_field_validation(real: Client) -> None:

@@ -76,6 +76,18 @@ async def test_type_meta_must_match(client) -> None:
     assert r.status == 201 and body["kind"] == "ConfigMap" and body["apiVersion"] == "v1"
 
 
+async def test_metadata_must_be_an_object(client) -> None:
+    # encoding/json names the JSON kind it could not put into ObjectMeta
+    for meta, kind in (("x", "string"), ([1], "array"), (1.5, "number"), (True, "bool")):
+        r = await client.post(CM, json={"apiVersion": "v1", "kind": "ConfigMap",
+                                        "metadata": meta})
+        out = await r.json()
+        assert (r.status, out["reason"]) == (400, "BadRequest")
+        assert out["message"] == (
+            'ConfigMap in version "v1" cannot be handled as a ConfigMap: json: cannot '
+            f"unmarshal {kind} into Go struct field ConfigMap.metadata of type v1.ObjectMeta")
+
+
 async def test_namespace_rules(client) -> None:
     r = await client.post(CM, json={"metadata": {"name": "a", "namespace": "other"}})
     assert r.status == 400
