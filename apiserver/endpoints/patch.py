@@ -19,6 +19,7 @@ import orjson
 
 from apiserver.api import schema
 from apiserver.api.decode import json_kind
+from apiserver.api.gofmt import go_format
 from apiserver.endpoints import apply, fieldvalidation, serializers, strategicpatch
 from apiserver.endpoints.body import apply_field_validation, read_body
 from apiserver.endpoints.negotiation import JSON, media_type_of, unsupported_media_type
@@ -160,7 +161,7 @@ async def handle(scope: Scope) -> web.StreamResponse:
                 raise strategicpatch.api_error(e) from None
             if opts.field_validation == fieldvalidation.STRICT:
                 # upstream prints the patch as the merge left it, before decoding the result
-                patch_text = strategicpatch.go_format(smp)
+                patch_text = go_format(smp)
         elif json_patch is not None:
             try:
                 doc = json_patch.apply(doc, in_place=True)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from apiserver.api import schema
+from apiserver.api.gofmt import go_format
 from apiserver.endpoints import strategicpatch as sp
 
 POD_SPEC = schema.definition("io.plat.api.core.v1.PodSpec")
@@ -217,7 +218,7 @@ def test_api_errors() -> None:
     ({}, "map[]"), ([], "[]"),
 ])
 def test_go_format(value: Any, text: str) -> None:
-    assert sp.go_format(value) == text
+    assert go_format(value) == text
 
 
 def test_one_image_in_fifty_containers_touches_one_container() -> None:
