@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import grpc
 
+from raftstore.api import gogo
 from raftstore.api.cluster import ClusterService
 from raftstore.api.common import Api
 from raftstore.api.kv import KVService
@@ -50,12 +51,20 @@ def _decode_errors(handler: Any) -> Any:
     if handler.request_deserializer is None or handler.unary_unary is None:
         return handler
     decode = handler.request_deserializer
+    desc = decode.__self__.DESCRIPTOR  # FromString of the request's message class
 
     def safe(data: bytes) -> Any:
         try:
-            return decode(data)
+            msg = decode(data)
         except Exception as exc:  # noqa: BLE001 - any decode failure is the client's
-            return _Undecodable(str(exc) or type(exc).__name__)
+            return _as_etcd_reads(decode, desc, data, str(exc) or type(exc).__name__)
+        size = msg.ByteSize()
+        msg.DiscardUnknownFields()
+        if msg.ByteSize() != size:  # unknown fields: perhaps a known one etcd refuses
+            error, _ = gogo.check(desc, data)
+            if error is not None:
+                return _Undecodable(error)
+        return msg
 
     inner = handler.unary_unary
 
@@ -67,6 +76,19 @@ def _decode_errors(handler: Any) -> Any:
         return await inner(request, context)
 
     return handler._replace(request_deserializer=safe, unary_unary=unary)
+
+
+def _as_etcd_reads(decode: Any, desc: Any, data: bytes, python_error: str) -> Any:
+    """Bytes Python's protobuf refused: etcd's error for them, or, when etcd reads them
+    (e.g. a field number Python does not allow, which etcd skips), the request parsed from
+    the fields etcd keeps."""
+    error, declared = gogo.check(desc, data)
+    if error is not None:
+        return _Undecodable(error)
+    try:
+        return decode(declared)
+    except Exception:  # noqa: BLE001 - e.g. a string Python holds to UTF-8
+        return _Undecodable(python_error)
 
 
 class _Registrar:

@@ -341,3 +341,88 @@ async def test_same_watch_answers_as_etcd(tmp_path: Path, seed: int) -> None:
     diffs = [f"{str(w).strip()!r}\n  raftstore: {a}\n  etcd:      {b}"
              for w, a, b in zip(watches, *answers, strict=True) if a != b]
     assert not diffs, f"{len(diffs)} of {len(watches)} watches differ:\n" + "\n".join(diffs[:3])
+
+
+# -- malformed request bytes ------------------------------------------------------------------
+
+UNARY_METHODS = [
+    "/etcdserverpb.KV/Range", "/etcdserverpb.KV/Put", "/etcdserverpb.KV/DeleteRange",
+    "/etcdserverpb.KV/Txn", "/etcdserverpb.KV/Compact", "/etcdserverpb.Lease/LeaseGrant",
+    "/etcdserverpb.Lease/LeaseRevoke", "/etcdserverpb.Lease/LeaseTimeToLive",
+    "/etcdserverpb.Lease/LeaseLeases", "/etcdserverpb.Maintenance/Status",
+    "/etcdserverpb.Maintenance/HashKV",
+]
+# field numbers: declared ones, 0, the largest protobuf allows, and beyond it (etcd skips
+# those, Python's parser refuses them), and one whose int32 is negative
+FIELD_NUMBERS = [*range(1, 17), 99, 0, 2**29 - 1, 2**29, 2**31 + 5, 2**32 + 1]
+VARINTS = [0, 1, 2, 3, 5, 100, 2**31, 2**63 - 1, 2**63, 2**64 - 1]
+
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+class WireGen:
+    """Random protobuf wire bytes, seeded: fields of every wire type (groups and the two
+    undefined ones too), nested messages, lengths that run past the end, truncated fixed
+    values and varints of 10 bytes."""
+
+    def __init__(self, seed: int) -> None:
+        self.rnd = random.Random(seed)
+
+    def field(self, depth: int) -> bytes:
+        rnd = self.rnd
+        wire_type = rnd.choice([0, 0, 2, 2, 1, 5, 3, 4, 6, 7])
+        tag = _uvarint((rnd.choice(FIELD_NUMBERS) << 3) | wire_type)
+        if wire_type == 0:
+            return tag + _uvarint(rnd.choice(VARINTS))
+        if wire_type == 2:
+            payload = self.message(depth + 1) if depth < 3 and rnd.random() < 0.4 else \
+                rnd.choice([b"", b"a", b"foo", b"\xff\xfe", b"\x00", rnd.randbytes(7)])
+            length = len(payload) + (rnd.choice([1, 5]) if rnd.random() < 0.1 else 0)
+            return tag + _uvarint(length) + payload
+        if wire_type == 1:
+            return tag + rnd.randbytes(rnd.choice([8, 8, 3]))
+        if wire_type == 5:
+            return tag + rnd.randbytes(4)
+        return tag
+
+    def message(self, depth: int = 0) -> bytes:
+        return b"".join(self.field(depth) for _ in range(self.rnd.randint(0, 5)))
+
+
+async def _raw_answers(cluster: Cluster, calls: list[tuple[str, bytes]]) -> list[str]:
+    target = cluster.members[0].client_url.split("//", 1)[-1]
+    out = []
+    async with grpc.aio.insecure_channel(target) as channel:
+        for method, body in calls:
+            call = channel.unary_unary(method)
+            try:
+                await call(body, timeout=10)
+                out.append("OK")
+            except grpc.aio.AioRpcError as err:
+                out.append(f"{err.code().name}: {err.details()}")
+    return out
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+async def test_malformed_requests_answered_as_etcd(tmp_path: Path, seed: int) -> None:
+    """The same random bytes to each unary method: etcd's code and message for each (its
+    errors are those of the Unmarshal gogo/protobuf generates: ``raftstore/api/gogo.py``),
+    and where etcd reads the bytes, its answer. Before gogo.py, 185 of 3,000 such calls got
+    another code (Python's parser keeps a field of the wrong wire type as unknown, where etcd
+    refuses it) and every refusal another message."""
+    require_etcd()
+    gen = WireGen(seed)
+    calls = [(gen.rnd.choice(UNARY_METHODS), gen.message()) for _ in range(400)]
+    ours, etcds = await _on_both(tmp_path, lambda cluster: _raw_answers(cluster, calls))
+    diffs = [f"#{i} {method} {body!r}\n  raftstore: {a}\n  etcd:      {b}"
+             for i, ((method, body), a, b) in enumerate(zip(calls, ours, etcds, strict=True))
+             if a != b]
+    assert not diffs, f"{len(diffs)} of {len(calls)} answers differ:\n" + "\n".join(diffs[:5])
+    assert sum(a.startswith("INTERNAL: grpc: error unmarshalling request: ") for a in ours) > 50
