@@ -565,8 +565,35 @@ class _Struct:
             out.add_duplicates(anchors[None], here, fields)
 
 
+_KEEP_NULL: Final = object()
+
+
+def _zero(elem: Plan) -> Any:
+    """What Go's decoder leaves for a JSON null in a list item or map value of this type,
+    as its encoder writes it back: a struct's zero value is ``{}`` (its fields are
+    ``omitempty``, or the validation that follows names them), a string's "", a number's
+    0, a Quantity's "0"; pointers, slices, maps, byte strings and times stay null
+    (``_KEEP_NULL``)."""
+    code, check_item, gotype = elem
+    if code == K_STR:
+        return ""
+    if code in (K_I32, K_I64, K_F64):
+        return 0
+    if code == K_BOOL:
+        return False
+    if code == K_CALL:
+        if isinstance(getattr(check_item, "__self__", None), _Struct):
+            return {}
+        if gotype == "intstr.IntOrString":
+            return 0
+        if gotype == "resource.Quantity":
+            return "0"
+    return _KEEP_NULL
+
+
 def _list_checker(elem: Plan, gotype: str) -> Checker:
     code, check_item, _ = elem
+    zero = _zero(elem)
 
     def check(value: Any, path: Chain, gopath: Chain, struct: str, out: Outcome) -> None:
         if type(value) is not list:
@@ -576,7 +603,11 @@ def _list_checker(elem: Plan, gotype: str) -> Checker:
         if code == K_FREE:
             return
         for i, item in enumerate(value):
-            if item is None or (code != K_CALL and _fast_ok(code, item)):
+            if item is None:
+                if zero is not _KEEP_NULL:
+                    value[i] = {} if type(zero) is dict else zero  # a fresh {} each
+                continue
+            if code != K_CALL and _fast_ok(code, item):
                 continue
             check_item(item, (path, i), gopath, struct, out)
     return check
@@ -584,6 +615,7 @@ def _list_checker(elem: Plan, gotype: str) -> Checker:
 
 def _map_checker(elem: Plan, gotype: str) -> Checker:
     code, check_item, _ = elem
+    zero = _zero(elem)
 
     def check(value: Any, path: Chain, gopath: Chain, struct: str, out: Outcome) -> None:
         if type(value) is not dict:
@@ -597,8 +629,8 @@ def _map_checker(elem: Plan, gotype: str) -> Checker:
                 if anchors is not None and k in anchors:
                     out.add_duplicates(anchors[k], here, None)
                 if item is None:
-                    if code == K_STR:
-                        value[k] = ""  # Go: a null map[string]string value is ""
+                    if zero is not _KEEP_NULL:  # Go: a null map[string]string value is ""
+                        value[k] = {} if type(zero) is dict else zero
                     continue
                 if code == K_FREE or (code != K_CALL and _fast_ok(code, item)):
                     continue

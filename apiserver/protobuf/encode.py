@@ -205,6 +205,12 @@ def _encode(msg: Message, obj: Any, where: str, depth: int) -> bytearray:
             if not isinstance(value, list):
                 raise _type_error(here, "an array", value)
             for index, item in enumerate(value):
+                if item is None:
+                    # what Go holds for a null item: the zero value (an object stored
+                    # before the decoder wrote nulls in lists as zero values)
+                    out += f.tag
+                    out.append(0)  # a zero varint or an empty length-delimited value
+                    continue
                 _write_value(f, item, out, f"{here}[{index}]", depth)
         else:
             _write_value(f, value, out, here, depth)

@@ -360,3 +360,26 @@ def test_nulls_of_omitempty_fields_are_unset() -> None:
     role = {"metadata": {"name": "r"}, "rules": [{"verbs": None}]}
     decoder("rbac.authorization.plat.io", "v1", "Role").check(role)
     assert role["rules"] == [{"verbs": None}]  # required (no omitempty): written back null
+
+
+def test_null_list_items_and_map_values_become_zero_values() -> None:
+    # Go decodes a JSON null item into the element's zero value and writes that back; a
+    # null kept as it was made a later protobuf GET of the object a 500 (found by a fuzz run)
+    obj = sts()
+    c = obj["spec"]["template"]["spec"]["containers"][0]
+    c["ports"] = [None, {"containerPort": 80}]
+    c["args"] = [None, "x"]
+    c["resources"] = {"limits": {"cpu": None}}
+    obj["spec"]["template"]["spec"]["containers"].append(None)
+    obj["metadata"]["finalizers"] = [None]
+    obj["metadata"]["labels"] = {"a": None}
+    assert decoder().check(obj).error is None
+    assert c["ports"] == [{}, {"containerPort": 80}] and c["ports"][0] is not c["ports"][1]
+    assert c["args"] == ["", "x"]
+    assert c["resources"] == {"limits": {"cpu": "0"}}
+    assert obj["spec"]["template"]["spec"]["containers"][1] == {}
+    assert obj["metadata"]["finalizers"] == [""] and obj["metadata"]["labels"] == {"a": ""}
+    sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "s"},
+          "secrets": [None, None]}
+    assert decoder("", "v1", "ServiceAccount").check(sa).error is None
+    assert sa["secrets"] == [{}, {}] and sa["secrets"][0] is not sa["secrets"][1]

@@ -155,6 +155,16 @@ def test_unknown_fields_are_skipped() -> None:
         "data": {"k": "v"}}
 
 
+def test_null_list_items_encode_as_zero_values() -> None:
+    # an object stored before the decoder wrote nulls in lists as zero values
+    sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "s"},
+          "secrets": [None, {"name": "x"}]}
+    assert protobuf.decode(protobuf.encode(sa))["secrets"] == [{}, {"name": "x"}]
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c",
+                                                              "finalizers": [None, "f"]}}
+    assert protobuf.decode(protobuf.encode(cm))["metadata"]["finalizers"] == ["", "f"]
+
+
 def test_negative_ints_use_ten_byte_varints() -> None:
     obj = {"metadata": {"deletionGracePeriodSeconds": -5}}
     raw = protobuf.encode_message(f"{CORE}.Pod", obj)
