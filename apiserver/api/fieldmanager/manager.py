@@ -300,8 +300,18 @@ class FieldManager:
         if live is not None and not managed.fields:
             # an object nobody owns yet (written before fields were tracked): what it has
             # is owned by "before-first-apply", so the first apply conflicts on changing it
-            managed = self._record_update(self._zero_like({}, live_v, self.atom), live_v,
-                                          managed, BEFORE_FIRST_APPLY, now)
+            try:
+                managed = self._record_update(self._zero_like({}, live_v, self.atom),
+                                              live_v, managed, BEFORE_FIRST_APPLY, now)
+            except TypedError as e:
+                # a stored object the typed walk cannot hold (e.g. a keyed list item without
+                # its key, which a create accepts, leaving the object untracked): upstream's
+                # skipNonAppliedManager fails the apply with this reasonless 500
+                raise UnknownError(
+                    "failed to create manager for existing fields: failed to create typed "
+                    f"new object ({live_meta.get('namespace') or ''}/"
+                    f"{live_meta.get('name') or ''}; "
+                    f"{_gvk_string(self.api_version, self.kind)}): {e}") from None
         ident = mf.identifier(manager, mf.APPLY, "", self.subresource)
         try:
             try:

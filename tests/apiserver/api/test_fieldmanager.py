@@ -385,3 +385,22 @@ def test_option_and_managed_fields_causes() -> None:
     assert [(c["field"], c["message"].split(": ", 2)[-1]) for c in causes] == [
         ("metadata.managedFields[0].operation", "must be `Apply` or `Update`"),
         ("metadata.managedFields[0].fieldsType", "must be `FieldsV1`")]
+
+
+def test_apply_to_an_untypable_stored_object() -> None:
+    # a create keeps ``secrets: [{}]`` (a keyed list item without its key) without
+    # managedFields; upstream's first apply then fails in skipNonAppliedManager, a 500
+    fm = FieldManager.for_kind("", "v1", "ServiceAccount")
+    live = {"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": "a", "namespace": "ns"}, "secrets": [{}]}
+    created = fm.update(None, live, "kubectl-create")
+    assert "managedFields" not in created["metadata"]
+    cfg = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "a"},
+           "secrets": [{"name": "s"}]}
+    with pytest.raises(APIError) as e:
+        fm.apply(live, cfg, "m")
+    assert e.value.code == 500 and "reason" not in e.value.body()
+    assert e.value.message == (
+        "failed to create manager for existing fields: failed to create typed new object "
+        "(ns/a; /v1, Kind=ServiceAccount): .secrets: element 0: associative list with keys "
+        'has an element that omits key field "name" (and doesn\'t have default value)')
