@@ -8,6 +8,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Final
 
 import grpc
+from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
 from raftstore.api import gogo
 from raftstore.api.cluster import ClusterService
@@ -48,10 +49,14 @@ def _decode_errors(handler: Any) -> Any:
     INTERNAL, "grpc: error unmarshalling request: ...". grpc's Python server would say UNKNOWN.
     Streams (Watch, LeaseKeepAlive) keep grpc's own answer: grpc.aio picks how to run a stream
     handler by its function type, which a wrapper would hide."""
-    if handler.request_deserializer is None or handler.unary_unary is None:
+    if handler.request_deserializer is None:
         return handler
     decode = handler.request_deserializer
     desc = decode.__self__.DESCRIPTOR  # FromString of the request's message class
+    if handler.stream_stream is not None:
+        return handler._replace(request_deserializer=_stream_decoder(decode, desc))
+    if handler.unary_unary is None:
+        return handler
 
     def safe(data: bytes) -> Any:
         try:
@@ -76,6 +81,32 @@ def _decode_errors(handler: Any) -> Any:
         return await inner(request, context)
 
     return handler._replace(request_deserializer=safe, unary_unary=unary)
+
+
+def _stream_decoder(decode: Any, desc: Any) -> Any:
+    """A stream's request deserializer: bytes etcd refuses raise DecodeError with etcd's
+    words, which end the stream as grpc-go ends it (``raftstore.api.common``)."""
+
+    def strict(data: bytes) -> Any:
+        try:
+            msg = decode(data)
+        except DecodeError as exc:
+            error, declared = gogo.check(desc, data)
+            if error is not None:
+                raise DecodeError(error) from None
+            try:
+                return decode(declared)
+            except DecodeError:
+                raise exc from None
+        size = msg.ByteSize()
+        msg.DiscardUnknownFields()
+        if msg.ByteSize() != size:
+            error, _ = gogo.check(desc, data)
+            if error is not None:
+                raise DecodeError(error)
+        return msg
+
+    return strict
 
 
 def _as_etcd_reads(decode: Any, desc: Any, data: bytes, python_error: str) -> Any:

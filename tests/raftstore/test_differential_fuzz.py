@@ -426,3 +426,40 @@ async def test_malformed_requests_answered_as_etcd(tmp_path: Path, seed: int) ->
              if a != b]
     assert not diffs, f"{len(diffs)} of {len(calls)} answers differ:\n" + "\n".join(diffs[:5])
     assert sum(a.startswith("INTERNAL: grpc: error unmarshalling request: ") for a in ours) > 50
+
+
+STREAM_CASES = [
+    ("/etcdserverpb.Watch/Watch", b"\x08\x01"),  # create_request as a varint
+    ("/etcdserverpb.Watch/Watch", b"\x0a\x05ab"),
+    ("/etcdserverpb.Watch/Watch", b"\x00"),
+    ("/etcdserverpb.Watch/Watch", b"\x0a\x02\x08\x01"),  # a nested key as a varint
+    ("/etcdserverpb.Watch/Watch", b"\x0a\x03\x0c\x01\x00"),
+    ("/etcdserverpb.Lease/LeaseKeepAlive", b"\x08" + b"\xff" * 10 + b"\x01"),
+    ("/etcdserverpb.Lease/LeaseKeepAlive", b"\x12\x01"),
+]
+
+
+async def _stream_errors(cluster: Cluster) -> list[str]:
+    target = cluster.members[0].client_url.split("//", 1)[-1]
+    out = []
+    async with grpc.aio.insecure_channel(target) as channel:
+        for method, body in STREAM_CASES:
+            call = channel.stream_stream(method)(iter([body]), timeout=5)
+            try:
+                async for _ in call:
+                    out.append("a response")
+                    break
+            except grpc.aio.AioRpcError as err:
+                out.append(f"{err.code().name}: {err.details()}")
+            call.cancel()
+    return out
+
+
+async def test_malformed_stream_requests_answered_as_etcd(tmp_path: Path) -> None:
+    """A Watch or LeaseKeepAlive message etcd cannot read ends the stream with grpc-go's
+    INTERNAL and gogo's words, a declared field of the wrong wire type included."""
+    require_etcd()
+    ours, etcds = await _on_both(tmp_path, _stream_errors)
+    assert ours == etcds
+    assert ours[0] == ("INTERNAL: grpc: failed to unmarshal the received message proto: "
+                       "wrong wireType = 0 for field CreateRequest")
