@@ -10,6 +10,7 @@ carry (binary, NaN) are rejected.
 
 from __future__ import annotations
 
+import collections.abc
 import functools
 import json
 import math
@@ -23,6 +24,7 @@ from isal import igzip
 
 from apiserver import protobuf
 from apiserver.api.decode import json_kind
+from apiserver.api.gofmt import go_float
 from apiserver.endpoints.negotiation import JSON, PROTOBUF_TYPES, YAML
 from apiserver.status import bad_request
 from storage import gojson
@@ -197,7 +199,17 @@ class _Loader(_BaseLoader):  # type: ignore[misc]
                 if key in seen and key not in dups:
                     dups.append(key)
                 seen.add(key)
-        data.update(self.construct_mapping(node))
+        # SafeConstructor.construct_mapping, with each key as the JSON text it becomes
+        # (sigs.k8s.io/yaml converts keys one by one): in a Python dict 1, 1.0 and true
+        # are one key, where Go's YAML map keeps "1" and "true" apart
+        self.flatten_mapping(node)
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node)
+            if not isinstance(key, collections.abc.Hashable):
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark, "found unhashable key",
+                    key_node.start_mark)
+            data[_json_key(key)] = self.construct_object(value_node)
         if dups:
             self.dups_by_id[id(data)] = (data, dups)
 
@@ -212,8 +224,10 @@ def _json_key(key: Any) -> str:
         return "true" if key else "false"
     if key is None:
         return "null"
-    if isinstance(key, int | float):
+    if isinstance(key, int):
         return str(key)
+    if isinstance(key, float):
+        return go_float(key)  # strconv.FormatFloat(key, 'g', -1, ...): 1.0 is "1"
     raise DecodeError(f"error converting YAML to JSON: unsupported map key of type {type(key)}")
 
 

@@ -364,3 +364,14 @@ async def test_deeply_nested_yaml_is_400(client) -> None:
     flat = b"metadata:\n  name: flat\ndata:\n" + b"".join(b"  k%d: v\n" % i for i in range(6000))
     r = await client.post(CM, data=flat, headers={"Content-Type": "application/yaml"})
     assert r.status == 201
+
+
+async def test_yaml_map_keys_become_their_json_text(client) -> None:
+    # sigs.k8s.io/yaml turns each key into JSON text on its own; a Python dict made 1 and
+    # true one key (1 == True), and the second value replaced the first
+    body = (b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: keys}\n"
+            b"data: {1: one, true: yes-key, null: nil, 2.5: f, 0x10: hex}\n")
+    r = await client.post(CM, data=body, headers={"Content-Type": "application/yaml"})
+    assert r.status == 201, await r.text()
+    assert (await r.json())["data"] == {"1": "one", "true": "yes-key", "null": "nil",
+                                        "2.5": "f", "16": "hex"}
