@@ -84,6 +84,8 @@ def _skip(data: bytes, start: int, n: int) -> int:
             if length < 0:
                 raise GogoError(ERR_LENGTH)
             i += length
+            if i > _INT64_MAX:  # Go's index wrapped below zero
+                raise GogoError(ERR_LENGTH)
         elif wire_type == _START_GROUP:
             depth += 1
         elif wire_type == _END_GROUP:

@@ -46,13 +46,18 @@ class _Undecodable:
 
 def _decode_errors(handler: Any) -> Any:
     """A unary handler that answers undecodable request bytes as etcd (grpc-go) does:
-    INTERNAL, "grpc: error unmarshalling request: ...". grpc's Python server would say UNKNOWN.
-    Streams (Watch, LeaseKeepAlive) keep grpc's own answer: grpc.aio picks how to run a stream
-    handler by its function type, which a wrapper would hide."""
+    INTERNAL, "grpc: error unmarshalling request: ...", with the words etcd's generated
+    Unmarshal gives (``gogo``). grpc's Python server would say UNKNOWN. Streams (Watch,
+    LeaseKeepAlive) keep their handler (grpc.aio picks how to run a stream handler by its
+    function type, which a wrapper would hide) and get a deserializer that refuses what
+    etcd refuses, with etcd's words."""
     if handler.request_deserializer is None:
         return handler
     decode = handler.request_deserializer
-    desc = decode.__self__.DESCRIPTOR  # FromString of the request's message class
+    # FromString of the request's message class (every generated handler has one)
+    desc = getattr(getattr(decode, "__self__", None), "DESCRIPTOR", None)
+    if desc is None:
+        return handler
     if handler.stream_stream is not None:
         return handler._replace(request_deserializer=_stream_decoder(decode, desc))
     if handler.unary_unary is None:
