@@ -1,7 +1,8 @@
 """Hostile requests: a seeded stream of malformed and unusual requests (objects with fields of
 the wrong type, deep or broken bodies, every content type and Accept header, bad query
 parameters, odd names and sub-resources) against a real server on each backend. None may get
-a 5xx other than 504 for a resourceVersion ahead of the store (upstream's answer), none may
+a 5xx other than 504 for a resourceVersion ahead of the store and upstream's 500 for the
+first apply to an object its typed walk cannot hold (upstream's answers), none may
 drop the connection, and the server must still be ready afterwards.
 
 Written after such a stream found a YAML body nested 100,000 deep killing the server (libyaml's
@@ -110,6 +111,11 @@ PATCH_PATHS = ["/metadata/labels/a", "/data/k", "/", "", "/data/~2", "/data/-",
                "/spec/template/spec/containers/99"]
 
 
+# Upstream's own 500: the first apply to an object stored with a keyed list item that lacks
+# its key (a create of ``secrets: [null]`` stores ``[{}]``, as upstream's does).
+UPSTREAM_500 = b'"message":"failed to create manager for existing fields: '
+
+
 class Hostile:
     def __init__(self, seed: int, namespace: str) -> None:
         self.rnd = random.Random(seed)
@@ -180,6 +186,9 @@ class Hostile:
                      else "application/json")
             if ctype:
                 headers["Content-Type"] = ctype
+            if ctype == "application/apply-patch+yaml" and rnd.random() < 0.8:
+                # an apply without a manager stops at the options: reach the merge too
+                query.setdefault("fieldManager", "m")
             if method == "DELETE":
                 doc: Any = self.mutate({
                     "kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0,
@@ -233,6 +242,8 @@ def test_hostile_requests_get_clear_errors(api_server: ApiServerProcess, namespa
                 status, data = send(method, target, headers, body)
             except (OSError, http.client.HTTPException) as e:
                 pytest.fail(f"{shown}: {type(e).__name__}: {e}")
+            if status == 500 and UPSTREAM_500 in data:
+                continue
             if status >= 500 and status != 504:
                 bad.append(f"{shown} -> {status} {data[:300]!r}")
         ready, _ = send("GET", "/readyz", {}, None)
