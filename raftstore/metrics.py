@@ -57,11 +57,6 @@ READ_POINTS: Final = Counter(
     " the followers) or log (a barrier entry, when no read index could be had quickly).",
     ["path"], registry=REGISTRY,
 )
-APPEND_HOLDS: Final = Counter(
-    "raftstore_append_holds",
-    "Rounds of appends a leader held to gather more entries (raftstore/gather.py).",
-    registry=REGISTRY,
-)
 JOURNAL_SYNCS: Final = Counter(
     "raftstore_journal_fsyncs", "fdatasync calls on the raft journal (group commits).",
     registry=REGISTRY,

@@ -76,7 +76,6 @@ from raftstore.consensus import (
     NoLeaderError,
     TimeoutError_,
 )
-from raftstore.gather import AppendGatherer
 from raftstore.journal import DurableJournal, JournalError, fsync_dir
 from raftstore.readindex import READ_MESSAGES, Answer, ReadIndex
 from raftstore.statemachine import StateMachine
@@ -267,8 +266,6 @@ class ReplicationConfig:
     snapshot_count: int = 10_000
     heartbeat: float = 0.1
     election_timeout: float = 1.0
-    # The longest a leader holds new entries to send them in one round (gather.py); 0: never.
-    gather_delay: float = 0.002
     # --initial-cluster-state=existing: an empty member joins as a non-voter until it has
     # caught up (Replication._catch_up_done).
     join_existing: bool = False
@@ -855,9 +852,6 @@ class Replication:
         self._waker = PipeNotifier(self._node._poller, self._woken)
         self._transport: _SyncingTransport = self._node._SyncObj__transport
         self._last_sent: tuple[int, int] = (0, 0)
-        self._gather = AppendGatherer(cfg.gather_delay)
-        self._poll = self._node._poller.poll
-        self._node._poller.poll = self._poll_until_gathered
         self._node.addOnTickCallback(self._after_tick)
         self._barrier_pending: asyncio.Future[None] | None = None
         self._barrier_inflight = False
@@ -918,14 +912,6 @@ class Replication:
             self._waker.notify()
         except (BlockingIOError, OSError):  # the pipe is full (already woken) or closed
             pass
-
-    def _poll_until_gathered(self, timeout: float) -> None:
-        """(Raft thread) pysyncobj's poll at the end of a tick, cut short so that entries the
-        leader holds (``_send_progress``) leave when their wait is over."""
-        deadline = self._gather.deadline
-        if deadline is not None:
-            timeout = min(timeout, max(0.0, deadline - time.monotonic()))
-        self._poll(timeout)
 
     def _woken(self) -> None:
         """(Raft thread, in the poll) the pipe was read: the next proposal wakes it again.
@@ -1006,18 +992,13 @@ class Replication:
         return synced
 
     def _send_progress(self) -> None:
-        """(Leader, raft thread) send appends now if the commit index moved since the last
-        send, or if the log grew and its new entries are not held to gather more (gather.py)."""
+        """(Leader, raft thread) send appends now if the log grew or the commit index moved
+        since the last send."""
         node = self._node
-        last_sent = self._last_sent
         mark = (node._SyncObj__getCurrentLogIndex(), node.raftCommitIndex)
-        if mark == last_sent:
-            return
-        if node._SyncObj__otherNodes and self._gather.hold(
-                mark[0], mark[1], mark[1] != last_sent[1], time.monotonic()):
-            return
-        self._last_sent = mark
-        node._SyncObj__sendAppendEntries()
+        if mark != self._last_sent:
+            self._last_sent = mark
+            node._SyncObj__sendAppendEntries()
 
     def _serve_reads(self) -> None:
         """(Raft thread) start read rounds (leader) or ask the leader (follower) for the read
@@ -1151,7 +1132,6 @@ class Replication:
         names = {0: "follower", 1: "candidate", 2: "leader"}
         log.info("raft state %s -> %s", names.get(old, old), names.get(new, new))
         self._last_sent = (0, 0)
-        self._gather.reset(int(self._node._SyncObj__getCurrentLogIndex()))
 
     # Snapshots. pysyncobj calls the serializer in the raft thread and then renames its temporary
     # file over the snapshot. Encoding a large state takes long enough to stall elections, so the

@@ -329,40 +329,6 @@ def _connections(rep: Replication) -> list[object]:
     return list(transport._connections.values())
 
 
-async def test_leader_gathers_overlapping_writes_and_never_holds_a_lone_writer(
-    tmp_path: object,
-) -> None:
-    """The leader holds new entries briefly to send them in one round only when writes
-    overlap and come often (gather.py): a client that waits for each answer is never held;
-    writes sent without waiting for each other are, and every write is still applied once, in the same order on
-    every member. (A long delay here, so that even a slow machine's writes come often
-    enough.)"""
-    cfgs, sms = make_cluster(tmp_path, 3, gather_delay=0.02)
-    reps = [Replication(c, s) for c, s in zip(cfgs, sms, strict=True)]
-    try:
-        leader = await wait_leader(reps)
-        for i in range(300):
-            await reps[i % 3].propose(msgpack.packb(i))
-        assert leader._gather.holds == 0
-
-        # Writes that do not wait for each other: every 2 ms, one to each member at once, so
-        # the followers' forwards reach the leader while its own entry is in flight.
-        pending = []
-        for j in range(400):
-            pending += [asyncio.ensure_future(r.propose(msgpack.packb(1000 + 3 * j + k)))
-                        for k, r in enumerate(reps)]
-            await asyncio.sleep(0.002)
-        await asyncio.gather(*pending)
-        assert leader._gather.holds > 0
-        for r in reps:
-            await r.read_barrier()
-        assert sms[0].items == sms[1].items == sms[2].items
-        assert sorted(sms[0].items) == list(range(300)) + list(range(1000, 2200))
-    finally:
-        for r in reps:
-            r.stop()
-
-
 async def test_long_apply_keeps_peer_connections_and_forwarded_proposals(
     tmp_path: object, caplog: pytest.LogCaptureFixture
 ) -> None:
