@@ -113,7 +113,8 @@ PATCH_PATHS = ["/metadata/labels/a", "/data/k", "/", "", "/data/~2", "/data/-",
 
 # Upstream's own 500: the first apply to an object stored with a keyed list item that lacks
 # its key (a create of ``secrets: [null]`` stores ``[{}]``, as upstream's does).
-UPSTREAM_500 = b'"message":"failed to create manager for existing fields: '
+# (in the message of a Status in JSON, YAML or protobuf, as the request asked)
+UPSTREAM_500 = b"failed to create manager for existing fields: "
 
 
 class Hostile:

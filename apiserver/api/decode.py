@@ -486,7 +486,7 @@ FieldPlan = tuple[int, Checker, str, str]
 class _Struct:
     """A Go struct: its JSON fields (embedded structs flattened, as the schema has them)."""
 
-    __slots__ = ("fields", "gotype", "name", "required")
+    __slots__ = ("fields", "gotype", "name", "required", "zero_fill")
 
     def __init__(self, name: str, gotype: str) -> None:
         self.name = name
@@ -495,6 +495,11 @@ class _Struct:
         # fields without ``omitempty`` in Go (the schema's required ones): a null there is
         # written back as null, so it stays
         self.required: frozenset[str] = frozenset()
+        # the required numbers, booleans and IntOrStrings, with their zero values: Go's
+        # decoder leaves a missing or null one at zero and its encoder writes that zero back
+        # (``{"protocol": "TCP"}`` as a container port is stored with ``"containerPort":
+        # 0``), so the stored object has the field, as upstream's has
+        self.zero_fill: tuple[tuple[str, Any], ...] = ()
 
     def check(self, value: Any, path: Chain, gopath: Chain, struct: str, out: Outcome) -> None:
         if type(value) is not dict:
@@ -563,6 +568,9 @@ class _Struct:
                 del value[key]
         if anchors is not None and None in anchors:
             out.add_duplicates(anchors[None], here, fields)
+        for key, zero in self.zero_fill:
+            if value.get(key) is None:
+                value[key] = zero
 
 
 _KEEP_NULL: Final = object()
@@ -570,9 +578,10 @@ _KEEP_NULL: Final = object()
 
 def _zero(elem: Plan) -> Any:
     """What Go's decoder leaves for a JSON null in a list item or map value of this type,
-    as its encoder writes it back: a struct's zero value is ``{}`` (its fields are
-    ``omitempty``, or the validation that follows names them), a string's "", a number's
-    0, a Quantity's "0"; pointers, slices, maps, byte strings and times stay null
+    as its encoder writes it back: a struct's zero value is ``{}`` with its required
+    numbers, booleans and IntOrStrings at zero (its check fills them in; its other fields
+    are ``omitempty``, or the validation that follows names them), a string's "", a
+    number's 0, a Quantity's "0"; pointers, slices, maps, byte strings and times stay null
     (``_KEEP_NULL``)."""
     code, check_item, gotype = elem
     if code == K_STR:
@@ -591,6 +600,19 @@ def _zero(elem: Plan) -> Any:
     return _KEEP_NULL
 
 
+def _scalar_zero(plan: FieldPlan) -> Any:
+    """The zero value Go writes back for a required field of this plan when it is a number,
+    a boolean or an IntOrString; None for any other type."""
+    code, _, gotype, _ = plan
+    if code in (K_I32, K_I64, K_F64):
+        return 0
+    if code == K_BOOL:
+        return False
+    if code == K_CALL and gotype == "intstr.IntOrString":
+        return 0
+    return None
+
+
 def _list_checker(elem: Plan, gotype: str) -> Checker:
     code, check_item, _ = elem
     zero = _zero(elem)
@@ -604,9 +626,13 @@ def _list_checker(elem: Plan, gotype: str) -> Checker:
             return
         for i, item in enumerate(value):
             if item is None:
-                if zero is not _KEEP_NULL:
-                    value[i] = {} if type(zero) is dict else zero  # a fresh {} each
-                continue
+                if zero is _KEEP_NULL:
+                    continue
+                if type(zero) is not dict:
+                    value[i] = zero
+                    continue
+                # a struct's zero value: a fresh {} each, with its required scalars
+                value[i] = item = {}
             if code != K_CALL and _fast_ok(code, item):
                 continue
             check_item(item, (path, i), gopath, struct, out)
@@ -629,9 +655,12 @@ def _map_checker(elem: Plan, gotype: str) -> Checker:
                 if anchors is not None and k in anchors:
                     out.add_duplicates(anchors[k], here, None)
                 if item is None:
-                    if zero is not _KEEP_NULL:  # Go: a null map[string]string value is ""
-                        value[k] = {} if type(zero) is dict else zero
-                    continue
+                    if zero is _KEEP_NULL:
+                        continue
+                    if type(zero) is not dict:  # Go: a null map[string]string value is ""
+                        value[k] = zero
+                        continue
+                    value[k] = item = {}  # a struct's zero value, as in a list
                 if code == K_FREE or (code != K_CALL and _fast_ok(code, item)):
                     continue
                 check_item(item, (path, k), gopath, struct, out)
@@ -703,6 +732,9 @@ class _Compiler:
                 for prop, sub in (node.get("properties") or {}).items():
                     code, check, gotype = self.node(sub, _NAMED_TYPES.get((short, prop)))
                     st.fields[prop] = (code, check, gotype, embedded.get(prop, "") + prop)
+                st.zero_fill = tuple(
+                    (prop, _scalar_zero(st.fields[prop])) for prop in sorted(st.required)
+                    if prop in st.fields and _scalar_zero(st.fields[prop]) is not None)
                 return plan
             plan = self.node(node)
         self.plans[name] = plan

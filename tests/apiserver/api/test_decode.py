@@ -374,7 +374,7 @@ def test_null_list_items_and_map_values_become_zero_values() -> None:
     obj["metadata"]["finalizers"] = [None]
     obj["metadata"]["labels"] = {"a": None}
     assert decoder().check(obj).error is None
-    assert c["ports"] == [{}, {"containerPort": 80}] and c["ports"][0] is not c["ports"][1]
+    assert c["ports"] == [{"containerPort": 0}, {"containerPort": 80}]
     assert c["args"] == ["", "x"]
     assert c["resources"] == {"limits": {"cpu": "0"}}
     assert obj["spec"]["template"]["spec"]["containers"][1] == {}
@@ -383,3 +383,28 @@ def test_null_list_items_and_map_values_become_zero_values() -> None:
           "secrets": [None, None]}
     assert decoder("", "v1", "ServiceAccount").check(sa).error is None
     assert sa["secrets"] == [{}, {}] and sa["secrets"][0] is not sa["secrets"][1]
+
+
+def test_missing_or_null_required_numbers_are_stored_as_zero() -> None:
+    """Go leaves a missing or null required number, boolean or IntOrString at zero, and its
+    encoder (no omitempty) writes that zero back. Kept missing, a StatefulSet template's
+    port without ``containerPort`` (its template's pod spec is not validated upstream) was
+    stored without the key of its list, and every later apply to the object was a 500
+    (found by a fuzz run). Strings and structs are left to the required-field check."""
+    obj = sts()
+    spec = obj["spec"]["template"]["spec"]
+    c = spec["containers"][0]
+    c["ports"] = [{"protocol": "TCP"}, {"containerPort": None}, {}]
+    c["readinessProbe"] = {"tcpSocket": {}}
+    spec["affinity"] = {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"podAffinityTerm": {"topologyKey": "k"}}]}}
+    assert decoder().check(obj).error is None
+    assert c["ports"] == [{"protocol": "TCP", "containerPort": 0}, {"containerPort": 0},
+                          {"containerPort": 0}]
+    assert c["readinessProbe"] == {"tcpSocket": {"port": 0}}  # an IntOrString
+    term = spec["affinity"]["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term == [{"weight": 0, "podAffinityTerm": {"topologyKey": "k"}}]
+    assert "name" not in spec["containers"][0]["ports"][0]  # optional: left out
+    svc = {"metadata": {"name": "s"}, "spec": {"ports": [{"name": "a"}]}}
+    assert decoder("", "v1", "Service").check(svc).error is None
+    assert svc["spec"]["ports"] == [{"name": "a", "port": 0}]

@@ -300,3 +300,29 @@ def test_duplicate_key_error_lines() -> None:
         "error converting YAML to JSON: yaml: unmarshal errors:\n"
         '  line 4: key "c" already set in map\n'
         '  line 5: key "a" already set in map')
+
+
+async def test_a_template_port_without_container_port_is_stored_with_zero_and_applies(
+        real: Client) -> None:
+    """A StatefulSet's template pod spec is not validated (upstream neither), so a port item
+    ``{}``, ``null`` or without ``containerPort`` is stored; Go stores ``"containerPort": 0``.
+    Stored without the key, the object made every later apply a 500 (its ports are a list
+    keyed by containerPort and protocol); found by a fuzz run."""
+    for i, ports in enumerate(([{}], [None], [{"protocol": "UDP"}])):
+        body: dict[str, Any] = {
+            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": f"p{i}"},
+            "spec": {"selector": {"matchLabels": {"a": "b"}}, "serviceName": "s",
+                     "template": {"metadata": {"labels": {"a": "b"}},
+                                  "spec": {"containers": [{"name": "c", "image": "i",
+                                                           "ports": ports}]}}}}
+        r = await real.post(STS, data=orjson.dumps(body),
+                            headers={"Content-Type": "application/json"})
+        assert r.status == 201, await r.text()
+        stored = (await r.json())["spec"]["template"]["spec"]["containers"][0]["ports"]
+        assert [p["containerPort"] for p in stored] == [0]
+        body["spec"]["template"]["spec"]["containers"][0]["ports"] = [{"containerPort": 80}]
+        code, obj = await apply(real, f"{STS}/p{i}", orjson.dumps(body))
+        assert code == 200, obj
+        ports = obj["spec"]["template"]["spec"]["containers"][0]["ports"]
+        assert sorted(p["containerPort"] for p in ports) == [0, 80]

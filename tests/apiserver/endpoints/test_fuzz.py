@@ -89,8 +89,8 @@ ACCEPTS = ["application/json", "application/yaml", "application/vnd.kubernetes.p
 # The one 500 upstream gives here too: an apply to an object stored with a keyed list item
 # that lacks its key (``secrets: [null]`` creates one, as upstream's create does), which the
 # typed walk cannot hold (test_fieldmanager.py::test_apply_to_an_untypable_stored_object).
-UPSTREAM_500 = (b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",'
-                b'"message":"failed to create manager for existing fields: ')
+# (in the message of a Status in JSON, YAML or protobuf, as the request asked)
+UPSTREAM_500 = b"failed to create manager for existing fields: "
 
 
 class Gen:
@@ -179,7 +179,7 @@ async def test_random_requests_never_get_a_5xx(real: Client, seed: int) -> None:
         resp = await real.request(method, url, params=query, headers=headers, data=body)
         raw = await resp.read()
         codes.add(resp.status)
-        if resp.status == 500 and raw.startswith(UPSTREAM_500):
+        if resp.status == 500 and UPSTREAM_500 in raw:
             continue
         if resp.status >= 500:
             failures.append(f"{resp.status} {method} {url} {query} {headers} {body!r:.300}")
