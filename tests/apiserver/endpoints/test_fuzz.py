@@ -1,10 +1,13 @@
 """Seeded random requests through the real handlers and registry (``real``): valid objects of
-the kinds of this issue with random values put in random places, random query parameters,
+many kinds with random values put in random places, random query parameters,
 content types and sub-resources. No answer may be a 5xx: bad input is a 4xx Status.
 
 Found, when written (by a longer run of the same idea against plat-server): an apply whose
 metadata was not a map (500), and a null list item stored as null, which a protobuf GET of
-the object then failed on (500)."""
+the object then failed on (500). Later (2026-11-25, seeds 100-200 and, with the workload,
+RBAC, autoscaling, service and volume kinds added, 300-500: 450,000 requests): a StatefulSet
+template port without containerPort, stored without the key of its list, which made every
+later apply to the object a 500."""
 
 from __future__ import annotations
 
@@ -63,6 +66,71 @@ def _objects(name: str) -> list[tuple[str, dict[str, Any]]]:
                          "containers": [{"name": "c", "image": "nginx",
                                          "ports": [{"containerPort": 80}],
                                          "resources": {"limits": {"cpu": "1"}}}]}}}}),
+        (f"{base}/pods", {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": "x"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx",
+                                     "ports": [{"containerPort": 80, "name": "http"}],
+                                     "env": [{"name": "E", "value": "v"}],
+                                     "volumeMounts": [{"name": "v", "mountPath": "/v"}],
+                                     "resources": {"requests": {"cpu": "100m"}}}],
+                     "volumes": [{"name": "v", "emptyDir": {}}],
+                     "tolerations": [{"key": "k", "operator": "Exists"}]}}),
+        (f"{base}/services", {
+            "apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+            "spec": {"selector": {"app": "x"}, "type": "ClusterIP",
+                     "ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP",
+                                "name": "http"}]}}),
+        (f"/apis/apps/v1/namespaces/{NS}/deployments", {
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "x"}},
+                     "strategy": {"type": "RollingUpdate",
+                                  "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 1}},
+                     "template": {"metadata": {"labels": {"app": "x"}}, "spec": {
+                         "containers": [{"name": "c", "image": "nginx",
+                                         "ports": [{"containerPort": 80}]}]}}}}),
+        (f"/apis/batch/v1/namespaces/{NS}/jobs", {
+            "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+            "spec": {"backoffLimit": 1, "template": {"spec": {
+                "containers": [{"name": "c", "image": "busybox", "command": ["true"]}],
+                "restartPolicy": "Never"}}}}),
+        (f"/apis/batch/v1/namespaces/{NS}/cronjobs", {
+            "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": name},
+            "spec": {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {"template": {"spec": {
+                "containers": [{"name": "c", "image": "busybox"}],
+                "restartPolicy": "OnFailure"}}}}}}),
+        (f"/apis/rbac.authorization.plat.io/v1/namespaces/{NS}/roles", {
+            "apiVersion": "rbac.authorization.plat.io/v1", "kind": "Role",
+            "metadata": {"name": name},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]}),
+        (f"/apis/rbac.authorization.plat.io/v1/namespaces/{NS}/rolebindings", {
+            "apiVersion": "rbac.authorization.plat.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.plat.io", "kind": "Role", "name": "a"},
+            "subjects": [{"kind": "User", "name": "u", "apiGroup": "rbac.authorization.plat.io"}]}),
+        (f"/apis/autoscaling/v2/namespaces/{NS}/horizontalpodautoscalers", {
+            "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": name},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                        "name": "a"},
+                     "minReplicas": 1, "maxReplicas": 3,
+                     "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {
+                         "type": "Utilization", "averageUtilization": 50}}}]}}),
+        ("/apis/rbac.authorization.plat.io/v1/clusterroles", {
+            "apiVersion": "rbac.authorization.plat.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": name},
+            "rules": [{"nonResourceURLs": ["/x"], "verbs": ["get"]}]}),
+        ("/api/v1/persistentvolumes", {
+            "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
+            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                     "hostPath": {"path": "/tmp"}}}),
+        (f"{base}/endpoints", {
+            "apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": name},
+            "subsets": [{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 80}]}]}),
+        (f"/apis/apps/v1/namespaces/{NS}/daemonsets", {
+            "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name},
+            "spec": {"selector": {"matchLabels": {"app": "x"}},
+                     "template": {"metadata": {"labels": {"app": "x"}}, "spec": {
+                         "containers": [{"name": "c", "image": "nginx"}]}}}}),
     ]
 
 
