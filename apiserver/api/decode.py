@@ -492,8 +492,9 @@ class _Struct:
         self.name = name
         self.gotype = gotype
         self.fields: dict[str, FieldPlan] = {}
-        # fields without ``omitempty`` in Go (the schema's required ones): a null there is
-        # written back as null, so it stays
+        # fields without ``omitempty`` in Go (the schema's required ones): a null there
+        # stays, for the validation to name (numbers, booleans and IntOrStrings excepted:
+        # ``zero_fill``)
         self.required: frozenset[str] = frozenset()
         # the required numbers, booleans and IntOrStrings, with their zero values: Go's
         # decoder leaves a missing or null one at zero and its encoder writes that zero back
