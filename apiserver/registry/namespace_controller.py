@@ -148,6 +148,12 @@ class NamespaceController:
                     stream.stop()
             except asyncio.CancelledError:
                 raise
+            except status.APIError as e:
+                # The store unreachable or a member gone (503), a timeout (504), a compacted
+                # version (410): expected while the store fails over; no stack trace.
+                log.warning("namespace controller: watch failed (%d %s); relisting",
+                            e.code, e.message)
+                await asyncio.sleep(self._retry)
             except Exception:
                 log.exception("namespace controller: watch failed; relisting")
                 await asyncio.sleep(self._retry)

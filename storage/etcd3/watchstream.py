@@ -104,6 +104,32 @@ class WatchLoop:
         await asyncio.wrap_future(self.submit(close_all()))
         self.loop.call_soon_threadsafe(self.loop.stop)
         await asyncio.to_thread(self._thread.join, 10)
+        _ignore_completions_for_closed_loops(asyncio.get_running_loop())
+
+
+def _ignore_completions_for_closed_loops(loop: asyncio.AbstractEventLoop) -> None:
+    """grpc.aio has one completion queue per process, drained on the loops that use grpc.
+    A completion of a call made on the watch loop can still come out after that loop has
+    closed (the channel's own shutdown work, a reconnection to a member that was down): the
+    loop draining it (this one) then fails to hand it over and logs "Event loop is closed"
+    with a stack trace at every such completion (grpc's issue 25364). Nothing waits for those
+    completions any more, so they are dropped quietly; other errors are logged as before."""
+    previous = loop.get_exception_handler()
+
+    def handler(lp: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        if isinstance(exc, RuntimeError) and str(exc) == "Event loop is closed" \
+                and "CompletionQueue" in repr(context.get("handle")):
+            return
+        if previous is not None:
+            previous(lp, context)
+        else:
+            lp.default_exception_handler(context)
+
+    if getattr(previous, "_drops_closed_loop_completions", False):
+        return
+    handler._drops_closed_loop_completions = True  # type: ignore[attr-defined]
+    loop.set_exception_handler(handler)
 
 
 class GrpcWatch:

@@ -128,3 +128,37 @@ async def test_closing_ends_the_watch_loop(raftstore_cluster: Cluster,
     assert not thread.is_alive()
     with pytest.raises(KVError):
         await _watch(client, prefix)
+
+
+class _PollerCompletionQueue:
+    """Stands in for grpc's: only its name shows in the handle's repr."""
+
+    def _handle_events(self) -> None:
+        raise RuntimeError("Event loop is closed")
+
+
+def test_completions_for_a_closed_watch_loop_are_dropped_quietly(
+        caplog: pytest.LogCaptureFixture) -> None:
+    import asyncio
+    import functools
+
+    loop = asyncio.new_event_loop()
+    try:
+        watchstream._ignore_completions_for_closed_loops(loop)
+        watchstream._ignore_completions_for_closed_loops(loop)  # installed once
+        late = loop.call_soon(functools.partial(_PollerCompletionQueue()._handle_events))
+        other = RuntimeError("something else")
+        with caplog.at_level("ERROR", logger="asyncio"):
+            loop.call_exception_handler({"message": "Exception in callback",
+                                         "exception": RuntimeError("Event loop is closed"),
+                                         "handle": late})
+            assert not caplog.records
+            loop.call_exception_handler({"message": "Exception in callback",
+                                         "exception": other, "handle": late})
+            loop.call_exception_handler({"message": "a closed loop elsewhere",
+                                         "exception": RuntimeError("Event loop is closed")})
+        assert [r.exc_info[1] if r.exc_info else None for r in caplog.records][0] is other
+        assert len(caplog.records) == 2
+        late.cancel()
+    finally:
+        loop.close()
