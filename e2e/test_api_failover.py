@@ -19,6 +19,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
+import os
+import signal
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -38,6 +40,7 @@ NS = "failover"
 WRITERS = 6
 PHASE = 4.0  # seconds of load before a kill, while the process is down, after its restart
 KINDS = ["raftstore", "etcd"]
+PAUSE = 14.0  # seconds a paused leader stays stopped: past the client's 10 s call deadline
 
 
 @dataclass
@@ -265,6 +268,34 @@ def test_api_server_killed_under_load(kind: str, cluster_factory: Callable[..., 
                 await asyncio.sleep(PHASE)
 
             return await _run(a, b, faults, watch_through=a), (a, b)
+
+    out, servers = asyncio.run(scenario())
+    print("\n" + out.report(kind))
+    _check(out, servers)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_store_leader_paused_under_api_load(kind: str, cluster_factory: Callable[..., Cluster],
+                                            tmp_path: Path) -> None:
+    """The store's leader stops (SIGSTOP: a machine that hangs, or a long stall) longer than a
+    call's deadline, then resumes: its sockets stay open and say nothing. Calls sent to it fail
+    once their deadline passes; the replicas then use the members that elected a new leader."""
+    cluster = cluster_factory(kind, nodes=3)
+
+    async def scenario() -> tuple[Outcome, tuple[ApiServerProcess, ApiServerProcess]]:
+        async with _replicas(cluster, tmp_path) as (a, b):
+            async def faults() -> None:
+                leader = await asyncio.to_thread(cluster.leader)
+                pid = cluster.members[leader].pid
+                assert pid is not None
+                os.kill(pid, signal.SIGSTOP)
+                try:
+                    await asyncio.sleep(PAUSE)
+                finally:
+                    os.kill(pid, signal.SIGCONT)
+                await asyncio.sleep(PHASE)
+
+            return await _run(a, b, faults, watch_through=b), (a, b)
 
     out, servers = asyncio.run(scenario())
     print("\n" + out.report(kind))
