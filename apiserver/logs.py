@@ -228,6 +228,22 @@ def configure(fmt: str = "text", level: str = "info",
     server_log = logging.getLogger("aiohttp.server")
     if not any(isinstance(f, _BadRequestFilter) for f in server_log.filters):
         server_log.addFilter(_BadRequestFilter())
+    loop_log = logging.getLogger("asyncio")
+    if not any(isinstance(f, _PeerGoneFilter) for f in loop_log.filters):
+        loop_log.addFilter(_PeerGoneFilter())
+
+
+class _PeerGoneFilter(logging.Filter):
+    """A TLS client that closes its connection while a response is being written (a watch
+    dropped during its initial events, a client killed) leaves the TLS layer shutting the
+    connection down for a loop turn before the transport reports it closed; writes meanwhile
+    are dropped, and uvloop (as asyncio) logs a warning "SSL connection is closed" for every
+    one after the fifth: thousands of lines when watchers reconnect. Nothing is wrong with
+    the server and the client is gone, so those lines are dropped; the next write fails as
+    for any closed connection and the handler ends."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.msg != "SSL connection is closed"
 
 
 class _BadRequestFilter(logging.Filter):

@@ -135,3 +135,22 @@ def test_configured_loggers_hold_only_the_request_line(monkeypatch) -> None:
         structlog.reset_defaults()
         logging.getLogger().handlers.clear()
         logs._new_sink(0)
+
+
+def test_writes_to_a_tls_connection_the_client_closed_are_not_logged(capsys) -> None:
+    """uvloop's (and asyncio's) warning for each write dropped while a TLS connection the
+    client closed shuts down is not written; other warnings of the loop are."""
+    import logging
+
+    logs.configure()
+    try:
+        loop_log = logging.getLogger("asyncio")
+        for _ in range(3):
+            loop_log.warning("SSL connection is closed")
+        loop_log.warning("socket.send() raised exception.")
+        err = capsys.readouterr().err
+        assert "SSL connection is closed" not in err
+        assert err.count("socket.send() raised exception.") == 1
+    finally:
+        structlog.reset_defaults()
+        logging.getLogger().handlers.clear()
