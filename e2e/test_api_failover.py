@@ -38,9 +38,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 NS = "failover"
 WRITERS = 6
-PHASE = 4.0  # seconds of load before a kill, while the process is down, after its restart
+PHASE = 3.0  # seconds of load before a kill, while the process is down, after its restart
 KINDS = ["raftstore", "etcd"]
-PAUSE = 14.0  # seconds a paused leader stays stopped: past the client's 10 s call deadline
+PAUSE = 12.0  # seconds a paused leader stays stopped: past the client's 10 s call deadline
 
 
 @dataclass
