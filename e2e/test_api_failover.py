@@ -180,6 +180,14 @@ async def _run(a: ApiServerProcess, b: ApiServerProcess, faults: Callable[[], Aw
         await asyncio.sleep(PHASE)
         await faults()
         out.resumed = time.monotonic() - PHASE
+        # Writes must go on after the failures. etcd holds a proposal that was in flight when
+        # its leader died until its request timeout (7 s here: "request timed out, possibly
+        # due to previous leader failure"), longer than a phase: wait for the first write
+        # acknowledged since, for a while.
+        give_up = out.resumed + PHASE + 20
+        while time.monotonic() < give_up and not any(
+                at > out.resumed for at in out.acked_at.values()):
+            await asyncio.sleep(0.1)
         stop.set()
         await asyncio.gather(*writers)
         for server in (a, b):
