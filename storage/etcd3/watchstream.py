@@ -112,8 +112,9 @@ def _ignore_completions_for_closed_loops(loop: asyncio.AbstractEventLoop) -> Non
     A completion of a call made on the watch loop can still come out after that loop has
     closed (the channel's own shutdown work, a reconnection to a member that was down): the
     loop draining it (this one) then fails to hand it over and logs "Event loop is closed"
-    with a stack trace at every such completion (grpc's issue 25364). Nothing waits for those
-    completions any more, so they are dropped quietly; other errors are logged as before."""
+    with a stack trace at every such completion (seen after a store member was killed and
+    restarted). Nothing waits for those completions any more, so they are dropped quietly;
+    other errors are logged as before."""
     previous = loop.get_exception_handler()
 
     def handler(lp: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
