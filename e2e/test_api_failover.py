@@ -56,6 +56,7 @@ class Outcome:
     listed: dict[str, dict[str, int]] = field(default_factory=dict)  # url -> name -> rv
     resumed: float = 0.0  # when the last process was back
     exited: list[str] = field(default_factory=list)  # servers not running at the end
+    start_rv: str = ""  # the list's resourceVersion before the first write
 
     def report(self, kind: str) -> str:
         return (f"{kind}: {len(self.acked)} creates acknowledged, {len(self.failures)} failed "
@@ -104,7 +105,7 @@ async def _run(a: ApiServerProcess, b: ApiServerProcess, faults: Callable[[], Aw
         r = await s.post(f"{a.url}/api/v1/namespaces", json={"metadata": {"name": NS}})
         assert r.status == 201, await r.text()
         r = await s.get(_configmaps(b))
-        start_rv = (await r.json())["metadata"]["resourceVersion"]
+        start_rv = out.start_rv = (await r.json())["metadata"]["resourceVersion"]
         stop = asyncio.Event()
         expected: set[str] = set()  # filled once the writers are done: what the list holds
         seen: set[str] = set()
@@ -270,10 +271,11 @@ def test_api_server_killed_under_load(kind: str, cluster_factory: Callable[..., 
                                       tmp_path: Path) -> None:
     """The replica the writers and the watch use is killed, and later started again over the
     same store: the writers go on through the other, the watch resumes there from its last
-    resourceVersion, and the restarted replica serves reads and lists at once."""
+    resourceVersion, and the restarted replica serves reads and lists at once; a watch on it
+    from before its restart gets upstream's 410."""
     cluster = cluster_factory(kind, nodes=3)
 
-    async def scenario() -> tuple[Outcome, tuple[ApiServerProcess, ApiServerProcess]]:
+    async def scenario() -> tuple[Outcome, Any, tuple[ApiServerProcess, ApiServerProcess]]:
         async with _replicas(cluster, tmp_path) as (a, b):
             async def faults() -> None:
                 await asyncio.to_thread(a.kill)
@@ -281,11 +283,25 @@ def test_api_server_killed_under_load(kind: str, cluster_factory: Callable[..., 
                 await asyncio.to_thread(a.start)
                 await asyncio.sleep(PHASE)
 
-            return await _run(a, b, faults, watch_through=a), (a, b)
+            out = await _run(a, b, faults, watch_through=a)
+            # The restarted replica's watch cache begins at its first list: a watch from
+            # before it gets upstream's 410 (the client relists), where the replica that ran
+            # throughout served the same resume without one.
+            connector = aiohttp.TCPConnector(ssl=a.ssl_context())
+            async with aiohttp.ClientSession(connector=connector) as s, s.get(
+                    _configmaps(a), params={"watch": "1", "resourceVersion": out.start_rv,
+                                            "timeoutSeconds": "1"}) as r:
+                assert r.status == 200
+                too_old = json.loads((await r.read()).splitlines()[0])
+            return out, too_old, (a, b)
 
-    out, servers = asyncio.run(scenario())
+    out, too_old, servers = asyncio.run(scenario())
     print("\n" + out.report(kind))
     _check(out, servers)
+    assert too_old["type"] == "ERROR"
+    assert too_old["object"]["code"] == 410
+    assert too_old["object"]["message"].startswith(
+        f"too old resource version: {out.start_rv} (")
 
 
 @pytest.mark.parametrize("kind", KINDS)
