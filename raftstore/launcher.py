@@ -42,6 +42,7 @@ from types import TracebackType
 from typing import IO, Final
 
 from raftstore.testing import etcdctl
+from raftstore.testing.partition import PeerProxy
 
 ETCD_BIN: Final = os.environ.get("ETCD_BIN") or shutil.which("etcd") or "/usr/bin/etcd"
 REPO_ROOT: Final = Path(__file__).resolve().parent.parent
@@ -64,6 +65,9 @@ class Member:
     metrics_port: int
     data_dir: Path
     log_path: Path
+    # The port the member listens on for its peers when that is not the one it advertises
+    # (``peer_port``): a PeerProxy forwards between them (Cluster ``peer_proxy``).
+    peer_listen_port: int | None = None
     proc: subprocess.Popen[bytes] | None = None
     log_file: IO[bytes] | None = field(default=None, repr=False)
 
@@ -78,6 +82,10 @@ class Member:
     @property
     def peer_url(self) -> str:
         return f"http://127.0.0.1:{self.peer_port}"
+
+    @property
+    def peer_listen_url(self) -> str:
+        return f"http://127.0.0.1:{self.peer_listen_port or self.peer_port}"
 
     @property
     def metrics_url(self) -> str:
@@ -148,6 +156,7 @@ class Cluster:
         extra_args: list[str] | None = None,
         token: str | None = None,
         name_prefix: str = "m",
+        peer_proxy: bool = False,
     ) -> None:
         if nodes < 1:
             raise ValueError("nodes must be >= 1")
@@ -159,6 +168,10 @@ class Cluster:
         self.token = token or f"{self.kind}-{os.getpid()}-{int(time.time() * 1000)}"
         self.name_prefix = name_prefix
         self.members: list[Member] = []
+        # With ``peer_proxy``, the members reach each other only through this proxy, which
+        # can cut the network between them (raftstore/testing/partition.py).
+        self.peer_proxy = peer_proxy
+        self.proxy: PeerProxy | None = None
 
     # -- what differs per kind -------------------------------------------------------------
 
@@ -184,7 +197,7 @@ class Cluster:
             "--data-dir", str(member.data_dir),
             "--listen-client-urls", member.client_url,
             "--advertise-client-urls", member.client_url,
-            "--listen-peer-urls", member.peer_url,
+            "--listen-peer-urls", member.peer_listen_url,
             "--initial-advertise-peer-urls", member.peer_url,
             "--initial-cluster", self.initial_cluster(),
             "--initial-cluster-state", state,
@@ -209,20 +222,31 @@ class Cluster:
         return etcdctl.Etcdctl(self.endpoints)
 
     def _allocate(self) -> None:
-        ports = free_ports(3 * self.nodes)
+        per = 4 if self.peer_proxy else 3
+        ports = free_ports(per * self.nodes)
         self.base_dir.mkdir(parents=True, exist_ok=True)
         self.members = [
             Member(
                 index=i,
                 name=f"{self.name_prefix}{i}",
-                client_port=ports[3 * i],
-                peer_port=ports[3 * i + 1],
-                metrics_port=ports[3 * i + 2],
+                client_port=ports[per * i],
+                peer_port=ports[per * i + 1],
+                metrics_port=ports[per * i + 2],
+                peer_listen_port=ports[per * i + 3] if self.peer_proxy else None,
                 data_dir=self.base_dir / f"{self.name_prefix}{i}.data",
                 log_path=self.base_dir / f"{self.name_prefix}{i}.log",
             )
             for i in range(self.nodes)
         ]
+        if self.proxy is not None:
+            self.proxy.close()
+            self.proxy = None
+        if self.peer_proxy:
+            self.proxy = PeerProxy()
+            for m in self.members:
+                assert m.peer_listen_port is not None
+                self.proxy.add(m.index, ("127.0.0.1", m.peer_port),
+                               ("127.0.0.1", m.peer_listen_port))
 
     def _spawn(self, member: Member, state: str) -> None:
         if member.alive():
@@ -371,6 +395,9 @@ class Cluster:
     def stop(self, timeout: float = 5.0) -> None:
         """SIGTERM every member, SIGKILL those still alive after ``timeout``."""
         self._stop_members(self.members, timeout)
+        if self.proxy is not None:
+            self.proxy.close()
+            self.proxy = None
 
     def _stop_members(self, members: list[Member], timeout: float) -> None:
         for m in members:
