@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import grpc
 import pytest
@@ -532,3 +533,58 @@ def test_network_partitions_under_load(kind: str,
     print(f"[{kind}] {len(acked.writes)} writes acknowledged ({acked.errors} failed), "
           f"{reads[0]} linearizable reads, {len(stale)} stale")
     assert not stale, f"stale linearizable reads: {stale[:5]}"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_streams_that_require_a_leader_end_on_a_cut_off_member(
+    kind: str, cluster_factory: Callable[..., Cluster]
+) -> None:
+    """clientv3's WithRequireLeader (``hasleader`` metadata; Kubernetes' API server sets it on
+    its watches): a member cut off from its peers ends such a watch once it has had no leader
+    for three election timeouts, refuses new ones and unary calls that carry it at once, and
+    keeps serving calls that do not (a write then waits for its deadline)."""
+    from raftstore.api.pb import rpc_pb2, rpc_pb2_grpc
+
+    cluster = cluster_factory(kind, nodes=3, peer_proxy=True)
+    assert cluster.proxy is not None
+    victim = cluster.leader()
+    has_leader = (("hasleader", "true"),)
+    stop = threading.Event()
+
+    def requests() -> Any:
+        yield rpc_pb2.WatchRequest(create_request=rpc_pb2.WatchCreateRequest(key=b"/rl"))
+        stop.wait(60)
+
+    with grpc.insecure_channel(cluster.members[victim].endpoint) as ch:
+        watch = rpc_pb2_grpc.WatchStub(ch)
+        kv = rpc_pb2_grpc.KVStub(ch)
+        required = watch.Watch(requests(), metadata=has_leader, timeout=30)
+        plain = watch.Watch(requests(), timeout=8)
+        assert next(required).created and next(plain).created
+        cut = time.monotonic()
+        cluster.proxy.isolate(victim)
+        try:
+            with pytest.raises(grpc.RpcError) as err:
+                next(required)
+            ended = time.monotonic() - cut
+            assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+            assert err.value.details() == "etcdserver: no leader"
+            print(f"[{kind}] watch requiring a leader ended {ended:.2f}s after the cut")
+            assert 2.0 < ended < 15.0
+            with pytest.raises(grpc.RpcError) as err:
+                next(watch.Watch(requests(), metadata=has_leader, timeout=5))
+            assert err.value.details() == "etcdserver: no leader"
+            with pytest.raises(grpc.RpcError) as err:
+                kv.Put(rpc_pb2.PutRequest(key=b"/rl", value=b"x"), metadata=has_leader,
+                       timeout=5)
+            assert err.value.details() == "etcdserver: no leader"
+            # the plain watch is still open: it ends only with the client's deadline (etcd's
+            # server may see it pass first and answer UNKNOWN "context deadline exceeded")
+            with pytest.raises(grpc.RpcError) as err:
+                next(plain)
+            assert err.value.code() in (grpc.StatusCode.DEADLINE_EXCEEDED,
+                                        grpc.StatusCode.UNKNOWN), err.value
+            assert "deadline" in (err.value.details() or "").lower(), err.value
+        finally:
+            stop.set()
+            cluster.proxy.heal()

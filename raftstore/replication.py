@@ -85,6 +85,7 @@ log = logging.getLogger("raftstore.replication")
 _CMD_APPLY: Final = 0x10  # payload goes to StateMachine.apply
 _CMD_BARRIER: Final = 0x11  # read barrier: committed, never applied to the state machine
 _CMD_BATCH: Final = 0x12  # msgpack array of commands, applied in order; the result is a list
+_LEADER: Final = 2  # pysyncobj's _RAFT_STATE.LEADER
 
 # pysyncobj builds its journal with ``createJournal(conf.journalFile)``; let it accept a ready
 # journal object, so that ours (durable) is used without forking the library.
@@ -1132,6 +1133,37 @@ class Replication:
         names = {0: "follower", 1: "candidate", 2: "leader"}
         log.info("raft state %s -> %s", names.get(old, old), names.get(new, new))
         self._last_sent = (0, 0)
+        if old == _LEADER and new != _LEADER:
+            self._fail_uncommitted()
+
+    def _fail_uncommitted(self) -> None:
+        """(Raft thread) This member stopped leading because no majority answered it for
+        ``leaderFallbackTimeout``: it is cut off, and will hear of no commit until that ends.
+        A proposal it appended and has not committed can only commit under a new leader that
+        holds the entry, or be replaced: it is failed now ("leader changed", an unknown
+        outcome for the client, as a timeout is) instead of at its deadline (seven seconds by
+        default), so that the client goes to another member at once. Entries up to the commit
+        index are committed: their proposals wait for the apply.
+
+        A leader that steps down while a majority still answers it (a newer term: a leader
+        transfer, a member that campaigned) keeps its proposals waiting: the new leader
+        usually holds those entries and commits them, and each then succeeds on apply (or is
+        answered as discarded when another entry takes its place)."""
+        node = self._node
+        others = node._SyncObj__otherNodes
+        answered = node._SyncObj__lastResponseTime
+        since = _pso_monotonic() - node._SyncObj__conf.leaderFallbackTimeout
+        if 1 + sum(1 for n in others if answered.get(n, 0) > since) > (len(others) + 1) / 2:
+            return
+        waiting = node._SyncObj__commandsWaitingCommit
+        commit = int(node._SyncObj__raftCommitIndex)
+        stale = [idx for idx in waiting if idx > commit]
+        callbacks = [cb for idx in stale for _, cb in waiting.pop(idx)]
+        if not callbacks:
+            return
+        log.info("stopped leading: failing %d proposals not committed", len(callbacks))
+        for callback in callbacks:
+            callback(None, FAIL_REASON.LEADER_CHANGED)
 
     # Snapshots. pysyncobj calls the serializer in the raft thread and then renames its temporary
     # file over the snapshot. Encoding a large state takes long enough to stall elections, so the

@@ -144,6 +144,7 @@ class Member:
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
+        from raftstore.api.requireleader import LeaderMonitor
         from raftstore.api.server import run_lease_expiry, start_grpc_server
 
         tls = None
@@ -151,9 +152,13 @@ class Member:
             with open(self.cfg.cert_file, "rb") as c, open(self.cfg.key_file, "rb") as k:  # noqa: ASYNC230 - once at start-up
                 tls = (c.read(), k.read())
         listen = [_peer_addr(u) for u in self.cfg.listen_client_urls]
+        # One check per election timeout, as etcd's monitorLeader.
+        leaders = LeaderMonitor(self.replication, self.cfg.election_timeout_ms / 1000)
         self._grpc = await start_grpc_server(
-            state=self.state, consensus=self.replication, listen=listen, tls=tls
+            state=self.state, consensus=self.replication, listen=listen, tls=tls,
+            leaders=leaders,
         )
+        self._tasks.append(asyncio.create_task(leaders.run()))
         for url in self.cfg.listen_metrics_urls:
             await self._start_metrics(url, tls)
         self._tasks.append(asyncio.create_task(run_lease_expiry(self.state, self.replication)))

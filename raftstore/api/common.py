@@ -3,6 +3,7 @@ where errors become gRPC statuses (with the per-RPC metrics)."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import time
@@ -13,9 +14,11 @@ import grpc
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
 from raftstore import metrics
+from raftstore.api.requireleader import Held, LeaderMonitor, wants_leader
 from raftstore.consensus import ConsensusError
 from raftstore.errors import (
     MAX_REQUEST_BYTES,
+    NO_LEADER,
     REQUEST_TOO_LARGE,
     ErrorSpec,
     EtcdError,
@@ -37,9 +40,13 @@ Resp = TypeVar("Resp")
 class Api:
     """The state machine and consensus of this member, as the servicers use them."""
 
-    def __init__(self, state: EtcdStateMachine, consensus: Consensus) -> None:
+    def __init__(self, state: EtcdStateMachine, consensus: Consensus,
+                 leaders: LeaderMonitor | None = None) -> None:
         self.state = state
         self.consensus = consensus
+        # Requests that require a leader (requireleader.py). Without a running monitor, new
+        # ones are still refused while there is no leader; open streams are never ended.
+        self.leaders = leaders if leaders is not None else LeaderMonitor(consensus, 1.0)
 
     def fill(self, header: pb.ResponseHeader, revision: int | None = None) -> None:
         """cluster_id, member_id and raft_term (the state machine set the revision)."""
@@ -122,6 +129,8 @@ def unary(
             start = time.perf_counter()
             code: grpc.StatusCode | None = grpc.StatusCode.OK
             try:
+                if wants_leader(context) and not _api(self).leaders.has_leader():
+                    raise EtcdError(NO_LEADER)
                 return await fn(self, request, context)
             except grpc.aio.AbortError:
                 code = _context_code(context)
@@ -166,7 +175,13 @@ def streaming(
             self: S, request: Any, context: grpc.aio.ServicerContext
         ) -> AsyncIterator[Resp]:
             code: grpc.StatusCode | None = grpc.StatusCode.OK
+            held: Held | None = None
+            leaders = _api(self).leaders
             try:
+                if wants_leader(context):
+                    if not leaders.has_leader():
+                        raise EtcdError(NO_LEADER)
+                    held = leaders.hold()
                 async for resp in fn(self, request, context):
                     yield resp
             except grpc.aio.AbortError:
@@ -177,16 +192,32 @@ def streaming(
                 _record(f"etcdserverpb.{service}", method, status)  # before it leaves, as above
                 code = None
                 await context.abort(status, message)
+            except asyncio.CancelledError:
+                if held is None or not held.lost:
+                    code = grpc.StatusCode.CANCELLED
+                    raise
+                # ended by the leader monitor, not by the client
+                _record(f"etcdserverpb.{service}", method, NO_LEADER.code)
+                code = None
+                await context.abort(NO_LEADER.code, NO_LEADER.message)
             except BaseException:
                 code = grpc.StatusCode.CANCELLED
                 raise
             finally:
+                if held is not None:
+                    leaders.release(held)
                 if code is not None:
                     _record(f"etcdserverpb.{service}", method, code)
 
         return wrapper
 
     return deco
+
+
+def _api(service: object) -> Api:
+    api = getattr(service, "api", None)
+    assert isinstance(api, Api), f"{type(service).__name__} has no Api"
+    return api
 
 
 def _context_code(context: grpc.aio.ServicerContext) -> grpc.StatusCode:

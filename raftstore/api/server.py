@@ -18,6 +18,7 @@ from raftstore.api.lease import LeaseService
 from raftstore.api.maintenance import MaintenanceService
 from raftstore.api.pb import rpc_pb2 as pb
 from raftstore.api.pb import rpc_pb2_grpc
+from raftstore.api.requireleader import LeaderMonitor
 from raftstore.api.watch import WatchService
 from raftstore.applier import encode_lease_revoke
 from raftstore.consensus import ConsensusError
@@ -158,10 +159,13 @@ async def start_grpc_server(
     consensus: Consensus,
     listen: list[str],
     tls: tuple[bytes, bytes] | None = None,
+    leaders: LeaderMonitor | None = None,
 ) -> grpc.aio.Server:
     """Serve KV, Watch, Lease, Cluster and Maintenance on every "host:port" of ``listen``
     (port 0: any; see ``bound_ports``), with TLS when ``tls`` is (cert PEM, key PEM). Message
-    size limits are etcd's defaults. Returns the started server (the caller stops it)."""
+    size limits are etcd's defaults. ``leaders`` ends the streams that require a leader when
+    there is none (its ``run`` is the caller's to start). Returns the started server (the
+    caller stops it)."""
     server = grpc.aio.server(
         options=[
             ("grpc.max_receive_message_length", MAX_RECV_MESSAGE_BYTES),
@@ -169,7 +173,7 @@ async def start_grpc_server(
             ("grpc.max_concurrent_streams", 2**31 - 1),
         ]
     )
-    api = Api(state, consensus)
+    api = Api(state, consensus, leaders)
     reg = _Registrar(server)
     rpc_pb2_grpc.add_KVServicer_to_server(KVService(api), reg)  # type: ignore[no-untyped-call]
     rpc_pb2_grpc.add_WatchServicer_to_server(WatchService(api), reg)  # type: ignore[no-untyped-call]

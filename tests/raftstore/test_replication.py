@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import msgpack
 import pytest
+from pysyncobj.config import FAIL_REASON
 from pysyncobj.monotonic import monotonic as _pso_monotonic
 
 from raftstore import metrics
@@ -697,6 +698,68 @@ async def test_a_partitioned_leader_that_still_thinks_it_leads_serves_no_read(
     finally:
         for r in reps:
             r.stop()
+
+
+async def test_a_leader_cut_off_fails_its_uncommitted_proposals_when_it_steps_down(
+    tmp_path: object,
+) -> None:
+    """A leader cut off from its peers cannot commit what it appends. When it steps down (it
+    heard from no follower for leaderFallbackTimeout) its proposals fail at once with
+    "leader changed", not at their deadline ("request timed out"), so that its clients go
+    to another member; the entries never commit, and the others' state never holds them."""
+    cfgs, sms = make_cluster(tmp_path, 3, election_timeout=0.5)
+    reps = [Replication(c, s) for c, s in zip(cfgs, sms, strict=True)]
+    try:
+        old = await wait_leader(reps)
+        await old.propose(msgpack.packb(0))
+        transport = old._transport
+        transport._onMessageReceivedCallback = lambda node, message: None
+        transport.send = lambda node, message: True  # type: ignore[method-assign]
+        pending = asyncio.ensure_future(old.propose(msgpack.packb(1), timeout=10.0))
+        with pytest.raises(ConsensusError) as err:
+            await asyncio.wait_for(pending, 15.0)
+        assert err.value.message == "etcdserver: leader changed"
+        assert not old.is_leader()
+        rest = [r for r in reps if r is not old]
+        await _until(lambda: any(r.is_leader() for r in rest))
+        new = next(r for r in rest if r.is_leader())
+        await new.propose(msgpack.packb(2))
+        await new.read_barrier()
+        assert sms[reps.index(new)].items == [0, 2]
+    finally:
+        for r in reps:
+            r.stop()
+
+
+async def test_only_a_leader_cut_off_from_a_majority_fails_its_uncommitted_proposals(
+    tmp_path: object,
+) -> None:
+    """A leader that steps down while a majority still answers it (a newer term: a leader
+    transfer, a member that campaigned) keeps its proposals waiting: the new leader usually
+    holds those entries and commits them, and each then succeeds on apply. Only one that no
+    majority answered for leaderFallbackTimeout fails them early. (White box: the raft
+    threads are stopped, and the step-down's hook is called on the leader's state.)"""
+    cfgs, sms = make_cluster(tmp_path, 3)
+    reps = [Replication(c, s) for c, s in zip(cfgs, sms, strict=True)]
+    try:
+        leader = await wait_leader(reps)
+        await leader.propose(msgpack.packb(0))
+    finally:
+        for r in reps:
+            r.stop()
+    node = leader._node
+    answers: list[tuple[object, int]] = []
+    committed = int(node._SyncObj__raftCommitIndex)
+    waiting = node._SyncObj__commandsWaitingCommit
+    term = int(node.raftCurrentTerm)
+    waiting[committed].append((term, lambda result, err: answers.append((result, err))))
+    waiting[committed + 1].append((term, lambda result, err: answers.append((result, err))))
+    leader._on_state_changed(2, 0)  # the followers answered a moment ago
+    assert answers == [] and len(waiting[committed + 1]) == 1
+    node._SyncObj__lastResponseTime.clear()  # nobody answered for leaderFallbackTimeout
+    leader._on_state_changed(2, 0)
+    assert answers == [(None, FAIL_REASON.LEADER_CHANGED)]  # the uncommitted one only
+    assert committed + 1 not in waiting and len(waiting[committed]) == 1
 
 
 async def test_survivor_of_a_quorum_loss_reports_no_leader(tmp_path: object) -> None:
