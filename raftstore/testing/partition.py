@@ -39,7 +39,9 @@ class _Link:
         self.to = to
         self.opener: int | None = None
         self.named = False  # the opener's first read was searched for its name
-        self.cut = False  # once cut, never carries a byte again
+        self.cut = False  # once cut, never carries a byte again, either way
+        # directions (True: from the opener) whose bytes are dropped for good (deafen)
+        self.dropped: set[bool] = set()
 
     def close(self) -> None:
         for s in (self.down, self.up):
@@ -58,6 +60,7 @@ class PeerProxy:
         self._lock = threading.Lock()
         self._names: dict[bytes, int] = {}  # b"host:port" advertised -> member
         self._group: dict[int, int] | None = None  # member -> its side, while partitioned
+        self._deaf: int | None = None  # a member that hears nobody (it still speaks)
         self._links: set[_Link] = set()
         self._listeners: list[socket.socket] = []
         self._closed = False
@@ -91,12 +94,21 @@ class PeerProxy:
                 if self._should_cut(link):
                     link.cut = True
 
+    def deafen(self, member: int) -> None:
+        """A one-way cut: whatever the others send ``member`` is dropped, whatever it sends
+        them arrives (a leader whose followers' answers are lost while its appends are not).
+        The two directions of a connection are cut apart; one that lost bytes is closed when
+        the cut heals, as after a partition."""
+        with self._lock:
+            self._deaf = member
+
     def heal(self) -> None:
         """Let every link through again; the connections that were cut are closed, so the
         members open new ones."""
         with self._lock:
             self._group = None
-            dead = [link for link in self._links if link.cut]
+            self._deaf = None
+            dead = [link for link in self._links if link.cut or link.dropped]
         for link in dead:
             link.close()
 
@@ -157,7 +169,13 @@ class PeerProxy:
                         link.named = True
                     if not link.cut and self._should_cut(link):
                         link.cut = True
-                    cut = link.cut
+                    if self._deaf is not None and from_opener not in link.dropped:
+                        # bytes towards the deaf member: from the opener when it accepted
+                        # the link, from the accepting member when the deaf one opened it
+                        towards = link.to if from_opener else link.opener
+                        if towards is None or towards == self._deaf:
+                            link.dropped.add(from_opener)
+                    cut = link.cut or from_opener in link.dropped
                 if not cut:
                     dst.sendall(data)
         except OSError:

@@ -131,3 +131,30 @@ def test_a_partition_of_groups_and_an_unnamed_opener(net: tuple[PeerProxy, list[
     proxy.heal()
     for s in (a, unnamed):
         s.close()
+
+
+def test_a_deaf_member_still_speaks(net: tuple[PeerProxy, list[int]]) -> None:
+    """``deafen(0)``: what member 0 sends arrives, what is sent to it is dropped; the link is
+    closed when the cut heals."""
+    proxy, ports = net
+    talker = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    talker.bind(("127.0.0.1", 0))
+    talker.listen(4)
+    proxy.add(3, ("127.0.0.1", free_ports(1)[0]), talker.getsockname())
+    talk_port = next(srv.getsockname()[1] for srv in proxy._listeners
+                     if srv.getsockname()[1] not in ports)
+    s = socket.create_connection(("127.0.0.1", talk_port), timeout=2)
+    s.sendall(f"hello from 127.0.0.1:{ports[1]}".encode())  # member 1 opens it
+    conn, _ = talker.accept()
+    assert conn.recv(100).startswith(b"hello from")
+    proxy.deafen(3)
+    s.sendall(b"to the deaf one")
+    conn.settimeout(0.3)
+    with pytest.raises(TimeoutError):
+        conn.recv(100)  # dropped
+    conn.sendall(b"from the deaf one")
+    assert s.recv(100) == b"from the deaf one"  # arrives
+    proxy.heal()
+    assert closed(s)
+    conn.close()
+    talker.close()
