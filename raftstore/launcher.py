@@ -14,7 +14,10 @@ port 0 on 127.0.0.1 (all of a cluster's sockets held open together so no two are
 releasing them just before the members start. Another process can grab one in that window;
 when a member then dies at start with "address already in use", the whole cluster is torn
 down and started again on fresh ports (a member's ports cannot change alone: every peer's
-``--initial-cluster`` names them).
+``--initial-cluster`` names them). With ``peer_proxy=True`` a member also gets a fourth port:
+it listens for its peers there and advertises its peer port, where a
+:class:`~raftstore.testing.partition.PeerProxy` forwards, so that tests can cut the network
+between members (``cluster.proxy.isolate(i)``, ``partition``, ``deafen``, ``heal``).
 
 Member processes get SIGKILL when the thread that started them dies (``PR_SET_PDEATHSIG``,
 only set when started from the main thread, because the signal follows the *thread*), so a
@@ -281,7 +284,11 @@ class Cluster:
         with the members' log tails when it does not come up."""
         last: Exception | None = None
         for _attempt in range(_START_ATTEMPTS):
-            self._allocate()
+            try:
+                self._allocate()
+            except OSError as exc:  # the peer proxy could not bind a port taken meanwhile
+                last = exc
+                continue
             for m in self.members:
                 if m.data_dir.exists():
                     shutil.rmtree(m.data_dir)
