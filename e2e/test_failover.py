@@ -648,3 +648,66 @@ def test_a_leader_that_cannot_hear_its_followers(
     print(f"[{kind}] {len(acked.writes)} writes acknowledged ({acked.errors} failed), "
           f"{reads[0]} linearizable reads, {len(stale)} stale")
     assert not stale, f"stale linearizable reads: {stale[:5]}"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_watch_on_a_member_that_catches_up_through_a_snapshot(
+    kind: str, cluster_factory: Callable[..., Cluster]
+) -> None:
+    """A follower is cut off while the others commit thousands of writes and compact their
+    logs (snapshots every 100 requests), so after the heal it catches up by installing a
+    snapshot. A watch on it, open throughout, gets every one of those events, in order,
+    and is not cancelled (raftstore cancelled it as a slow consumer before sending one)."""
+    from raftstore.api.pb import rpc_pb2, rpc_pb2_grpc
+
+    cluster = cluster_factory(kind, nodes=3, peer_proxy=True, snapshot_count=100)
+    assert cluster.proxy is not None
+    leader = cluster.leader()
+    victim = next(m.index for m in cluster.members if m.index != leader)
+    prefix = b"/catchup/"
+    stop = threading.Event()
+    got: list[tuple[bytes, int]] = []
+    ended: list[str] = []
+
+    def requests() -> Any:
+        yield rpc_pb2.WatchRequest(create_request=rpc_pb2.WatchCreateRequest(
+            key=prefix, range_end=prefix_end(prefix)))
+        stop.wait(120)
+
+    def read(responses: Any) -> None:
+        try:
+            for r in responses:
+                if r.canceled:
+                    ended.append(f"canceled: {r.cancel_reason}")
+                got.extend((e.kv.key, e.kv.mod_revision) for e in r.events)
+        except grpc.RpcError as exc:
+            ended.append(f"{exc.code()}: {exc.details()}")
+
+    with grpc.insecure_channel(cluster.members[victim].endpoint) as ch:
+        responses = rpc_pb2_grpc.WatchStub(ch).Watch(requests(), timeout=90)
+        assert next(responses).created
+        reader = threading.Thread(target=read, args=(responses,), daemon=True)
+        reader.start()
+        try:
+            cluster.proxy.isolate(victim)
+            others = [m.endpoint for m in cluster.members if m.index != victim]
+            written = 0
+            with Client(cluster.members[leader].endpoint, deadline=10) as c:
+                while written < 1500:
+                    c.put(prefix + b"%05d" % written, b"v" * 100)
+                    written += 1
+            cluster.proxy.heal()
+            with Client(others[0], deadline=10) as c:
+                c.put(prefix + b"last", b"x")
+            wait_until(lambda: bool(got) and got[-1][0] == prefix + b"last" or bool(ended),
+                       60, "the watch to deliver the write after the heal")
+        finally:
+            stop.set()
+            responses.cancel()
+            reader.join(10)
+    assert not [e for e in ended if "CANCELLED" not in e], ended
+    keys = [k for k, _ in got]
+    assert keys == [prefix + b"%05d" % i for i in range(written)] + [prefix + b"last"]
+    revs = [r for _, r in got]
+    assert revs == sorted(revs)
+    print(f"[{kind}] the watch on the member that caught up delivered {len(got)} events")

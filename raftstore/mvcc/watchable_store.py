@@ -12,13 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import structlog
 
 from raftstore.mvcc.key_index import VERSION, Version, as_key_value, at, live_at
 from raftstore.mvcc.keyrange import bounds, in_range
 from raftstore.mvcc.types import Event, EventType
+
+# Revisions a watcher is sent per call when a restore makes it catch up (after_restore), as
+# etcd batches the revisions of a watcher it syncs (watchBatchMaxRevs).
+RESTORE_BATCH_REVS: Final = 1000
 
 if TYPE_CHECKING:
     from raftstore.mvcc.kvstore import KVStore
@@ -150,8 +154,13 @@ class WatcherGroup:
                 self._deliver(wid, w, mine)
 
     def after_restore(self, store: KVStore) -> None:
-        """The state jumped to ``store.rev``: send each watcher what it missed, one call per
-        revision, or report compaction when the restored state no longer holds it."""
+        """The state jumped to ``store.rev`` (a snapshot from the leader, after this member
+        fell behind its log): send each watcher what it missed, in calls of at most
+        ``RESTORE_BATCH_REVS`` revisions, or report compaction when the restored state no
+        longer holds it. One call per revision made a member that caught up on thousands of
+        revisions cancel its watches as slow consumers (the gRPC stream counts each call as
+        a response waiting to be sent, and stops at 1,024) before it sent one event, where
+        etcd sends them all."""
         for wid, w in list(self._watchers.items()):
             if w.next_rev > store.rev:
                 continue
@@ -160,10 +169,19 @@ class WatcherGroup:
                 if w.on_compacted is not None:
                     w.on_compacted(store.compact_rev)
                 continue
+            batch: list[Event] = []
+            revs = 0
             for r in range(w.next_rev, store.rev + 1):
                 evs = events_at(store, r, w.key, w.end)
-                if evs:
-                    self._deliver(wid, w, evs)
+                if not evs:
+                    continue
+                batch.extend(evs)
+                revs += 1
+                if revs == RESTORE_BATCH_REVS:
+                    self._deliver(wid, w, batch)
+                    batch, revs = [], 0
                     if wid not in self._watchers:
                         break
+            if batch and wid in self._watchers:
+                self._deliver(wid, w, batch)
             w.next_rev = store.rev + 1

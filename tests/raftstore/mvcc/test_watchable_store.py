@@ -160,9 +160,36 @@ def test_watcher_survives_restore_and_gets_missed_events() -> None:
     put(src, b"b", b"1")  # 4
     dst.restore(src.snapshot())
     assert [(e.kv.key, e.kv.mod_revision) for e in sink.events] == [(b"a", 3), (b"b", 4)]
-    assert len(sink.batches) == 2
+    assert len(sink.batches) == 1  # what it missed comes in one call
     put(dst, b"a", b"3")
     assert sink.events[-1].kv.mod_revision == 5
+
+
+def test_a_long_catch_up_after_restore_comes_in_batches_of_revisions() -> None:
+    """A member that installs a snapshot thousands of revisions ahead hands each watcher
+    what it missed in calls of at most RESTORE_BATCH_REVS revisions (etcd's
+    watchBatchMaxRevs), not one call per revision: the gRPC stream counts calls against its
+    slow-consumer limit (1,024), and cancelled such watches before sending any event."""
+    from raftstore.mvcc.watchable_store import RESTORE_BATCH_REVS
+
+    src = KVStore()
+    dst = KVStore()
+    put(src, b"a", b"0")
+    dst.restore(src.snapshot())
+    sink = Sink()
+    dst.watch(b"a", b"b", 0, sink)
+    n = 2 * RESTORE_BATCH_REVS + 500
+    for i in range(n):
+        put(src, b"a%d" % i, b"x")
+        put(src, b"z", b"outside the range")  # revisions without an event for the watcher
+    dst.restore(src.snapshot())
+    assert [len({e.kv.mod_revision for e in b}) for b in sink.batches] == [
+        RESTORE_BATCH_REVS, RESTORE_BATCH_REVS, 500]
+    assert [e.kv.key for e in sink.events] == [b"a%d" % i for i in range(n)]
+    revs = [e.kv.mod_revision for e in sink.events]
+    assert revs == sorted(revs)
+    put(dst, b"a", b"live")
+    assert sink.events[-1].kv.value == b"live"
 
 
 def test_watcher_compacted_by_restore() -> None:
