@@ -650,17 +650,24 @@ def test_a_leader_that_cannot_hear_its_followers(
     assert not stale, f"stale linearizable reads: {stale[:5]}"
 
 
+WRITERS, PER_WRITER = 8, 1000
+
+
+@pytest.mark.parametrize("catch_up", ["snapshot", "log"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_watch_on_a_member_that_catches_up_through_a_snapshot(
-    kind: str, cluster_factory: Callable[..., Cluster]
+def test_a_watch_on_a_member_that_catches_up(
+    kind: str, catch_up: str, cluster_factory: Callable[..., Cluster]
 ) -> None:
-    """A follower is cut off while the others commit thousands of writes and compact their
-    logs (snapshots every 100 requests), so after the heal it catches up by installing a
-    snapshot. A watch on it, open throughout, gets every one of those events, in order,
-    and is not cancelled (raftstore cancelled it as a slow consumer before sending one)."""
+    """A follower is cut off while the others commit 8,000 writes. After the heal it catches
+    up by installing a snapshot (the others snapshot every 100 requests and drop their logs)
+    or by replaying the leader's log (the default snapshot count). A watch on it, open
+    throughout, gets every one of those events, in order, and is not cancelled. raftstore
+    cancelled it as a slow consumer: before sending one event through a snapshot, and after
+    about 200 through the log (a member applies entries faster than a stream sends)."""
     from raftstore.api.pb import rpc_pb2, rpc_pb2_grpc
 
-    cluster = cluster_factory(kind, nodes=3, peer_proxy=True, snapshot_count=100)
+    cluster = cluster_factory(kind, nodes=3, peer_proxy=True,
+                              snapshot_count=100 if catch_up == "snapshot" else None)
     assert cluster.proxy is not None
     leader = cluster.leader()
     victim = next(m.index for m in cluster.members if m.index != leader)
@@ -691,11 +698,19 @@ def test_a_watch_on_a_member_that_catches_up_through_a_snapshot(
         try:
             cluster.proxy.isolate(victim)
             others = [m.endpoint for m in cluster.members if m.index != victim]
-            written = 0
-            with Client(cluster.members[leader].endpoint, deadline=10) as c:
-                while written < 1500:
-                    c.put(prefix + b"%05d" % written, b"v" * 100)
-                    written += 1
+            written: list[bytes] = []
+
+            def write(t: int) -> None:
+                with Client(others[t % 2], deadline=10) as c:
+                    for i in range(PER_WRITER):
+                        c.put(prefix + b"%d-%05d" % (t, i), b"v" * 100)
+                        written.append(prefix + b"%d-%05d" % (t, i))
+
+            writers = [threading.Thread(target=write, args=(t,)) for t in range(WRITERS)]
+            for t in writers:
+                t.start()
+            for t in writers:
+                t.join(120)
             cluster.proxy.heal()
             with Client(others[0], deadline=10) as c:
                 c.put(prefix + b"last", b"x")
@@ -707,7 +722,12 @@ def test_a_watch_on_a_member_that_catches_up_through_a_snapshot(
             reader.join(10)
     assert not [e for e in ended if "CANCELLED" not in e], ended
     keys = [k for k, _ in got]
-    assert keys == [prefix + b"%05d" % i for i in range(written)] + [prefix + b"last"]
+    assert len(written) == WRITERS * PER_WRITER
+    assert sorted(keys[:-1]) == sorted(written) and keys[-1] == prefix + b"last"
+    for t in range(WRITERS):  # each writer's keys in the order it wrote them
+        mine = [k for k in keys if k.startswith(prefix + b"%d-" % t)]
+        assert mine == [prefix + b"%d-%05d" % (t, i) for i in range(PER_WRITER)]
     revs = [r for _, r in got]
-    assert revs == sorted(revs)
-    print(f"[{kind}] the watch on the member that caught up delivered {len(got)} events")
+    assert revs == sorted(set(revs))
+    print(f"[{kind}] the watch on the member that caught up through its {catch_up} "
+          f"delivered {len(got)} events")

@@ -13,9 +13,18 @@ callbacks in the order they were scheduled:
   progress revision can follow it on the stream.
 
 Slow consumers. Each watch may have at most ``MAX_PENDING`` event responses queued and not
-yet written to the client. When one more arrives the watch is cancelled with a
-``cancel_reason`` (after the responses already queued): writers never block and no event is
-dropped silently. The client re-watches from its last revision.
+yet written to the client. When one more arrives the watch falls behind, as an etcd watcher
+whose channel is full becomes a victim: it queues nothing more and remembers the revision of
+the first event it skipped. Once the client has taken every response queued for it, the watch
+catches up from the store's history (or, if that history was compacted meanwhile, ends with
+the compacted response, as etcd's do). Writers never block, memory stays bounded, and no event
+is dropped. A member that replays thousands of log entries after a partition heals so sends
+its watches everything they missed, as etcd does, where it used to cancel them.
+
+Progress. A progress response claims that every event up to its revision was sent, so no
+watch may be behind when one is queued: a WatchProgressRequest that arrives then is answered
+once the stream's watches have caught up (etcd 3.5's deferred progress), and progress_notify
+skips a watch that is behind (etcd notifies only synced watchers).
 """
 
 from __future__ import annotations
@@ -41,17 +50,13 @@ from raftstore.mvcc.types import CompactedError, Event, EventType
 
 log = logging.getLogger(__name__)
 
-MAX_PENDING: Final = 1024  # event responses queued per watch before it is cancelled
+MAX_PENDING: Final = 1024  # event responses queued per watch before it falls behind
 HISTORY_BATCH_REVS: Final = 1000  # etcd's watchBatchMaxRevs
 # etcd fragments at its server's maxRequestBytes, which is MaxRequestBytes plus
 # grpcOverheadBytes (512 KiB): 2 MiB by default, not 1.5 MiB.
 FRAGMENT_BYTES: Final = MAX_REQUEST_BYTES + GRPC_OVERHEAD_BYTES
 PROGRESS_INTERVAL: float = 600.0  # etcd's progressReportInterval (tests lower it)
 
-SLOW_CONSUMER_REASON: Final = (
-    "etcdserver: watch canceled: the client did not read events fast enough "
-    "(more than {n} responses pending); re-watch from the last received revision"
-)
 DUPLICATE_ID_REASON: Final = "mvcc: duplicate watch ID provided on the WatchStream"
 EMPTY_RANGE_REASON: Final = "mvcc: watcher range is empty"
 
@@ -110,15 +115,20 @@ def _mailbox(loop: asyncio.AbstractEventLoop) -> _Mailbox:
 @dataclass(slots=True, eq=False)
 class _Watch:
     id: int
+    key: bytes
+    end: bytes | None
     prev_kv: bool
     no_put: bool
     no_delete: bool
     progress_notify: bool
     fragment: bool
     store_id: int = -1
-    pending: int = 0  # event responses queued, guarded by the stream's lock
+    # guarded by the stream's lock: event responses queued; whether the watch fell behind,
+    # and the revision it resumes from (the first one it skipped)
+    pending: int = 0
+    behind: bool = False
+    resume_rev: int = 0
     canceled: bool = False
-    overflowed: bool = False
     sent_since_tick: bool = False
 
 
@@ -144,6 +154,7 @@ class _Stream:
     next_id: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     closed: bool = False
+    deferred_progress: bool = False  # a progress request waits for watches behind
 
     # -- requests (event loop) ---------------------------------------------------------
 
@@ -169,7 +180,7 @@ class _Stream:
             wid = self.next_id
             self.next_id += 1
         w = _Watch(
-            id=wid, prev_kv=req.prev_kv, no_put=_Create.NOPUT in filters,
+            id=wid, key=key, end=end, prev_kv=req.prev_kv, no_put=_Create.NOPUT in filters,
             no_delete=_Create.NODELETE in filters, progress_notify=req.progress_notify,
             fragment=req.fragment,
         )
@@ -196,24 +207,36 @@ class _Stream:
             return  # etcd answers nothing for an unknown id
         self._drop(w)
         self._put(self._resp(wid, self.api.state.revision, canceled=True))
+        if self.deferred_progress:
+            self.progress_all()  # it may have waited for this watch
 
     def progress_all(self) -> None:
-        """WatchProgressRequest: one response with watch_id -1 (3.4: for every watch)."""
+        """WatchProgressRequest: one response with watch_id -1 (3.4: for every watch), or,
+        while a watch is behind, one once they have all caught up."""
+        # The revision first, then the check: a watch that fell behind on an event at or
+        # below ``rev`` did so under the state lock, before ``rev`` could be read.
         rev = self.api.state.revision  # read under the lock: see the module docstring
+        if self._any_behind():
+            self.deferred_progress = True
+            return
+        self.deferred_progress = False
         self.loop.call_soon(self._put, self._resp(-1, rev))
 
     def progress_tick(self) -> None:
-        """progress_notify: watches that sent nothing since the last tick get an empty
-        response carrying the current revision."""
-        due = [w for w in self.watches.values() if w.progress_notify and not w.canceled
-               and not w.sent_since_tick]
+        """progress_notify: watches that sent nothing since the last tick, and are not
+        behind, get an empty response carrying the current revision."""
+        rev = self.api.state.revision  # before the checks, as in progress_all
+        with self.lock:
+            due = [w for w in self.watches.values() if w.progress_notify and not w.canceled
+                   and not w.sent_since_tick and not w.behind]
         for w in self.watches.values():
             w.sent_since_tick = False
-        if not due:
-            return
-        rev = self.api.state.revision
         for w in due:
             self.loop.call_soon(self._progress_one, w, rev)
+
+    def _any_behind(self) -> bool:
+        with self.lock:
+            return any(w.behind for w in self.watches.values())
 
     def _progress_one(self, w: _Watch, rev: int) -> None:
         if not w.canceled:
@@ -228,20 +251,21 @@ class _Stream:
     # -- store callbacks (applying thread, state lock held: never block) ------------------
 
     def _on_events(self, w: _Watch, events: list[Event]) -> None:
-        if w.canceled or w.overflowed:
+        if w.canceled:
             return
         evs = self._filter(w, events)
         if not evs:
             return
         with self.lock:
+            if w.behind:
+                return  # _catch_up reads these from history
             if w.pending >= MAX_PENDING:
-                w.overflowed = True
-            else:
-                w.pending += 1
-        if w.overflowed:
-            self._threadsafe(self._overflow, w)
-        else:
-            self._threadsafe(self._deliver, w, evs)
+                # pending only falls from here, and _taken starts the catch-up at zero
+                w.behind = True
+                w.resume_rev = evs[0].kv.mod_revision
+                return
+            w.pending += 1
+        self._threadsafe(self._deliver, w, evs)
 
     def _threadsafe(self, fn: object, *args: object) -> None:
         _mailbox(self.loop).post(fn, args)
@@ -250,19 +274,48 @@ class _Stream:
 
     def _deliver(self, w: _Watch, evs: list[Event]) -> None:
         if w.canceled:
-            with self.lock:
-                w.pending -= 1
+            self._taken(w)
             return
         self._put(self._events_resp(w, evs), w, counted=True)
 
-    def _overflow(self, w: _Watch) -> None:
+    def _taken(self, w: _Watch) -> None:
+        """One of ``w``'s counted responses left the queue (or was dropped)."""
+        with self.lock:
+            w.pending -= 1
+            due = w.behind and w.pending == 0
+        if due and not w.canceled:
+            # Nothing of w's is left in the queue or the mailbox: history may follow.
+            self.loop.call_soon(self._catch_up, w)
+
+    def _catch_up(self, w: _Watch) -> None:
+        """Move a watch that fell behind to a fresh store watcher that starts at the first
+        revision it skipped: the history up to now is queued at once, and later events
+        arrive live, as when a watch is created with a start revision."""
         if w.canceled or self.watches.get(w.id) is not w:
             return
-        del self.watches[w.id]
-        self._drop(w)
-        log.warning("watch %d canceled: slow consumer", w.id)
-        self._put(self._resp(w.id, self.api.state.revision, canceled=True,
-                             cancel_reason=SLOW_CONSUMER_REASON.format(n=MAX_PENDING)))
+        state = self.api.state
+        # The old store watcher goes first, so no event of it can arrive once ``behind``
+        # is cleared; the new one's history covers everything since ``resume_rev``.
+        state.cancel_watch(w.store_id)
+        w.store_id = -1
+        metrics.WATCHERS.dec()
+        with self.lock:
+            w.behind = False
+        log.info("watch %d fell behind; catching up from revision %d", w.id, w.resume_rev)
+        try:
+            w.store_id, history, rev = state.watch(
+                w.key, w.end, w.resume_rev,
+                lambda events: self._on_events(w, events),
+                lambda compact_rev: self._threadsafe(self._compacted, w, compact_rev),
+            )
+        except CompactedError as exc:
+            self._compacted(w, exc.compact_revision)
+        else:
+            metrics.WATCHERS.inc()
+            for batch in _history_batches(self._filter(w, history)):
+                self._put(self._events_resp(w, batch, rev), w)
+        if self.deferred_progress:
+            self.progress_all()
 
     def _compacted(self, w: _Watch, compact_rev: int) -> None:
         """etcd: a watch that needs compacted history (or has a negative start revision below
@@ -276,6 +329,8 @@ class _Stream:
         del self.watches[w.id]
         self._drop(w)
         self._put(self._resp(w.id, 0, canceled=compact_rev != 0, compact_revision=compact_rev))
+        if self.deferred_progress:
+            self.progress_all()  # it may have waited for this watch
 
     def _drop(self, w: _Watch) -> None:
         if w.canceled:
@@ -328,8 +383,7 @@ class _Stream:
                 raise item.error
             w = item.watch
             if item.counted and w is not None:
-                with self.lock:
-                    w.pending -= 1
+                self._taken(w)
             if w is not None:
                 if w.canceled:
                     continue  # nothing follows a cancel
@@ -353,8 +407,7 @@ class _Stream:
             if nxt.watch is not w or not nxt.counted or nxt.resp is None:
                 break
             self.out.get_nowait()
-            with self.lock:
-                w.pending -= 1
+            self._taken(w)
             if not merged:
                 copy = pb.WatchResponse()
                 copy.CopyFrom(resp)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+import grpc
 import pytest
 
 from raftstore.api import watch as watch_mod
-from raftstore.api.pb import kv_pb2
+from raftstore.api.pb import kv_pb2, rpc_pb2_grpc
 from raftstore.api.pb import rpc_pb2 as pb
 from tests.raftstore.api.conftest import Server
 
@@ -177,41 +178,111 @@ async def test_progress(server: Server, monkeypatch: pytest.MonkeyPatch) -> None
         st.close()
 
 
-async def test_slow_consumer_is_canceled_not_silently_dropped(
+class SlowClient:
+    """A Watch RPC whose responses are read only when the test reads them, so gRPC's flow
+    control stops the server's sends and responses pile up on its side. Its channel takes
+    messages of any size, as clientv3's does (history comes in batches of 1,000 revisions)."""
+
+    def __init__(self, server: Server) -> None:
+        self.requests: asyncio.Queue[pb.WatchRequest] = asyncio.Queue()
+
+        async def gen() -> AsyncIterator[pb.WatchRequest]:
+            while True:
+                yield await self.requests.get()
+
+        self.channel = grpc.aio.insecure_channel(
+            f"127.0.0.1:{server.port}", options=[("grpc.max_receive_message_length", -1)])
+        self.call = rpc_pb2_grpc.WatchStub(self.channel).Watch(gen())
+
+    async def close(self) -> None:
+        self.call.cancel()
+        await self.channel.close()
+
+    async def send(self, req: pb.WatchRequest) -> None:
+        await self.requests.put(req)
+
+    async def read(self, wait: float = 10.0) -> pb.WatchResponse:
+        return await asyncio.wait_for(self.call.read(), wait)
+
+
+def count_catch_ups(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Record each watch that falls behind and catches up (its resume revision)."""
+    seen: list[int] = []
+    original = watch_mod._Stream._catch_up
+
+    def spy(self: watch_mod._Stream, w: watch_mod._Watch) -> None:
+        seen.append(w.resume_rev)
+        original(self, w)
+
+    monkeypatch.setattr(watch_mod._Stream, "_catch_up", spy)
+    return seen
+
+
+BIG = b"v" * 64 * 1024  # 200 of these: far more than flow control lets through unread
+
+
+async def test_slow_consumer_falls_behind_and_catches_up_from_history(
     server: Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A watch whose client reads slowly stops queueing at MAX_PENDING responses and, once
+    the client has taken them, catches up from history: every event arrives, in order, and
+    the watch stays open (as etcd's victim watchers). A progress request made while it is
+    behind is answered only after every event up to the revision it reports."""
     monkeypatch.setattr(watch_mod, "MAX_PENDING", 4)
-    requests: asyncio.Queue[pb.WatchRequest] = asyncio.Queue()
-
-    async def gen() -> AsyncIterator[pb.WatchRequest]:
-        while True:
-            yield await requests.get()
-
-    call = server.watch.Watch(gen())  # read only when told: a slow client
+    catch_ups = count_catch_ups(monkeypatch)
+    client = SlowClient(server)
     try:
-        await requests.put(pb.WatchRequest(create_request=W(key=b"s/", range_end=b"s0")))
-        w = await call.read()
+        await client.send(pb.WatchRequest(create_request=W(key=b"s/", range_end=b"s0")))
+        w = await client.read()
         assert w.created
-        value = b"v" * 64 * 1024
-        for i in range(200):  # ~12 MiB: far more than flow control lets through unread
-            await put(server, b"s/%03d" % i, value)
+        for i in range(200):
+            await put(server, b"s/%03d" % i, BIG)
+        await client.send(pb.WatchRequest(progress_request=pb.WatchProgressRequest()))
+        await asyncio.sleep(0.2)
+        last = await put(server, b"s/after", b"x")
+        revs: list[int] = []
+        progress: list[tuple[int, int]] = []  # (its revision, events received before it)
+        while not revs or revs[-1] < last or not progress:
+            r = await client.read()
+            assert not r.canceled, r.cancel_reason
+            if r.watch_id == -1:
+                progress.append((r.header.revision, len(revs)))
+                continue
+            assert r.watch_id == w.watch_id
+            revs.extend(e.kv.mod_revision for e in r.events)
+        assert revs == list(range(2, last + 1))  # no gap, no duplicate
+        assert catch_ups, "the watch never fell behind: the test no longer tests that"
+        assert len(progress) == 1
+        rev, before = progress[0]
+        assert rev >= 201 and revs[:before] == list(range(2, rev + 1))
+    finally:
+        await client.close()
+
+
+async def test_a_watch_behind_meets_compaction_as_etcd(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """History compacted while a watch is behind ends it with the compacted response, after
+    the events it had queued (clientv3 then reports ErrCompacted)."""
+    monkeypatch.setattr(watch_mod, "MAX_PENDING", 4)
+    catch_ups = count_catch_ups(monkeypatch)
+    client = SlowClient(server)
+    try:
+        await client.send(pb.WatchRequest(create_request=W(key=b"c/", range_end=b"c0")))
+        assert (await client.read()).created
+        for i in range(200):
+            rev = await put(server, b"c/%03d" % i, BIG)
+        await server.kv.Compact(pb.CompactionRequest(revision=rev))
         revs: list[int] = []
         while True:
-            r = await asyncio.wait_for(call.read(), 10)
-            assert r.watch_id == w.watch_id
-            if r.canceled:
+            r = await client.read()
+            if r.compact_revision:
                 break
             revs.extend(e.kv.mod_revision for e in r.events)
-        assert "did not read events fast enough" in r.cancel_reason
-        # Everything before the cancel arrived, in order, without a gap.
-        assert revs == list(range(2, 2 + len(revs))) and len(revs) < 200
-        await put(server, b"s/after", b"x")
-        await asyncio.sleep(0.2)
-        await requests.put(pb.WatchRequest(create_request=W(key=b"zzz")))
-        nxt = await asyncio.wait_for(call.read(), 5)
-        assert nxt.created  # the stream lives on; the canceled watch sent nothing more
+        assert r.canceled and r.compact_revision == rev
+        assert catch_ups and revs == list(range(2, 2 + len(revs))) and len(revs) < 200
     finally:
-        call.cancel()
+        await client.close()
 
 
 async def test_many_streams_and_writer_not_blocked(server: Server) -> None:

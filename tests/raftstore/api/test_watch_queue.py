@@ -20,8 +20,8 @@ def _events(wid: int, rev: int, key: bytes) -> pb.WatchResponse:
 
 
 def _watch(wid: int) -> _Watch:
-    return _Watch(id=wid, prev_kv=False, no_put=False, no_delete=False, progress_notify=False,
-                  fragment=False)
+    return _Watch(id=wid, key=b"k", end=None, prev_kv=False, no_put=False, no_delete=False,
+                  progress_notify=False, fragment=False)
 
 
 async def test_queued_event_responses_of_one_watch_are_merged_in_order() -> None:
