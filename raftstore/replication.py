@@ -543,6 +543,8 @@ class _SyncingTransport(TCPTransport):  # type: ignore[misc]
             if kind == "next_node_idx":
                 if message.get("success") and not message.get("reset"):
                     keep = raft._SyncObj__raftNextIndex.get(node)
+                elif "ht" in message and raft._isLeader():
+                    message = _probe_past_newer_terms(raft, message)
                 seq = message.get("rs")
                 if (
                     seq is not None
@@ -570,6 +572,50 @@ class _SyncingTransport(TCPTransport):  # type: ignore[misc]
         super().setOnMessageReceivedCallback(received)
 
 
+def probe_answer(log: Any, prev: int, ours: int, theirs: int,
+                 probe: tuple[int, int, int] | None) -> tuple[int, int]:
+    """(Follower) the answer to an append whose previous entry, at ``prev``, has term
+    ``theirs`` in the leader's log and ``ours`` in ``log`` (pysyncobj's list of (command,
+    index, term)): the next index the leader should send from, and a term that none of our
+    entries before that index is newer than (the leader skips its own entries of newer
+    terms: leader_next_index). Our entries of terms newer than ``theirs`` cannot be in the
+    leader's log there, so they are skipped at once. The answer is never above ``probe``,
+    our lowest answer of this term (``(term, next index, entry term)``), so an answer to an
+    append sent before an earlier probe cannot undo it."""
+    first = int(log[0][1])
+    next_index, term = prev, ours
+    if ours > theirs:
+        i = prev
+        while i > first and int(log[i - first][2]) > theirs:
+            i -= 1
+        next_index, term = i + 1, int(log[i - first][2])
+    if probe is not None and probe[1] < next_index:
+        next_index, term = probe[1], probe[2]
+    return next_index, term
+
+
+def _probe_past_newer_terms(raft: Any, message: dict[str, Any]) -> dict[str, Any]:
+    """(Leader) a follower's probe answer says where to probe next, and a term ("ht") that
+    none of its entries before there is newer than. Our entries of newer terms cannot match
+    them: go back past them, to our last entry of term ``ht`` or older (etcd's leader,
+    findConflictByTerm)."""
+    next_index = leader_next_index(raft._SyncObj__raftLog, int(message["next_node_idx"]),
+                                   int(message["ht"]))
+    if next_index == message["next_node_idx"]:
+        return message
+    return {**message, "next_node_idx": next_index}
+
+
+def leader_next_index(log: Any, answered: int, term: int) -> int:
+    """(Leader) where to send from after a follower answered ``answered`` and ``term``:
+    before ``answered``, past our entries of terms newer than ``term``."""
+    first = int(log[0][1])
+    j = min(answered - 1, int(log[-1][1]))
+    while j > first and int(log[j - first][2]) > term:
+        j -= 1
+    return j + 1
+
+
 class _RaftNode(SyncObj):  # type: ignore[misc]
     _SyncObj__raftCommitIndex: int  # pysyncobj's private state, read and held back below
     _SyncObj__leaderCommitIndex: int
@@ -588,6 +634,9 @@ class _RaftNode(SyncObj):  # type: ignore[misc]
         self._commit_ok: int | None = None  # the commit index as of the last apply pass
         # Catching up after joining empty: neither votes nor campaigns (see Replication).
         self._catching_up = False
+        # (leader's term, next index, term of our entry before it) of this member's lowest
+        # answer to a leader's probe (see _reject_conflict)
+        self._probe: tuple[int, int, int] | None = None
         transport_journal = journal
 
         class Transport(_SyncingTransport):
@@ -643,7 +692,17 @@ class _RaftNode(SyncObj):  # type: ignore[misc]
                 and "prevLogIdx" in message and message.get("transmission") is None \
                 and message.get("term", -1) >= self._SyncObj__raftCurrentTerm:
             prev = message["prevLogIdx"]
-            if prev < self._SyncObj__getCurrentLogIndex():
+            last = self._SyncObj__getCurrentLogIndex()
+            at_prev = self._SyncObj__getEntries(prev, 1) if prev <= last else []
+            if at_prev and at_prev[0][2] != message["prevLogTerm"]:
+                return self._reject_conflict(node, message, prev, at_prev[0][2])
+            probe = self._probe
+            if prev > last and probe is not None and probe[0] == message["term"] \
+                    and probe[1] <= last + 1:
+                return self._reject(node, message, probe[1], probe[2])
+            if at_prev:
+                self._probe = None  # the leader found where our logs agree
+            if prev < last:
                 entries = message.get("entries") or []
                 held = self._SyncObj__getEntries(prev, len(entries) + 1)
                 if held and held[0][2] == message["prevLogTerm"]:
@@ -666,11 +725,50 @@ class _RaftNode(SyncObj):  # type: ignore[misc]
         without log positions, then success up to ``verified``. The copy's commit index is
         held to ``verified``: pysyncobj would take it up to the end of this log, whose entries
         past ``verified`` the leader has not vouched for in this message."""
+        self._heard_from_leader(node, message, verified)
+        self._SyncObj__sendNextNodeIdx(node, nextNodeIdx=verified + 1, success=True)
+
+    def _heard_from_leader(self, node: Any, message: dict[str, Any], verified: int) -> None:
+        """pysyncobj's bookkeeping of a leader's append (term, leader, election deadline,
+        commit index) through a copy without log positions; the commit index it may take
+        is held to ``verified``, the end of what the leader vouched for."""
         bare = {k: v for k, v in message.items()
                 if k not in ("prevLogIdx", "prevLogTerm", "entries")}
         bare["commit_index"] = min(int(message["commit_index"]), verified)
         SyncObj._SyncObj__onMessageReceived(self, node, bare)
-        self._SyncObj__sendNextNodeIdx(node, nextNodeIdx=verified + 1, success=True)
+
+    # Finding where this log and a new leader's agree. pysyncobj's follower answers an append
+    # whose previous entry has another term with "probe one entry earlier", and one that
+    # starts past the end of its log with "send from my end". The leader sends appends
+    # without waiting for answers and takes the last reset it reads. So a member whose last
+    # entries conflict (a leader cut off with writes it could not commit) answered the probe
+    # "one earlier" and, for the append sent meanwhile past its end, "from my end", which
+    # sent the leader back to the probe that had just failed: it never caught up, heartbeats
+    # kept it from campaigning, and it held no leader's writes from then on. So, as etcd's
+    # raft does: a member remembers its lowest probe answer of the term and answers an
+    # append past its end with it; it skips its entries of terms newer than the leader's
+    # previous entry (the leader's log cannot hold them there); and it tells the leader a term
+    # ("ht") that none of its entries before the answered index is newer than, so the leader
+    # goes back past its own entries of newer terms at once (_SyncingTransport's receive)
+    # instead of one entry per round trip.
+
+    def _reject_conflict(self, node: Any, message: dict[str, Any], prev: int,
+                         ours: int) -> Any:
+        """Our entry at ``prev`` has term ``ours``, the leader's has ``prevLogTerm``."""
+        leader_term = int(message["term"])
+        probe = self._probe if self._probe is not None and self._probe[0] == leader_term \
+            else None
+        next_index, term = probe_answer(self._SyncObj__raftLog, prev, ours,
+                                        int(message["prevLogTerm"]), probe)
+        self._probe = (leader_term, next_index, term)
+        return self._reject(node, message, next_index, term)
+
+    def _reject(self, node: Any, message: dict[str, Any], next_index: int, term: int) -> Any:
+        self._heard_from_leader(node, message, self._SyncObj__raftCommitIndex)
+        self._SyncObj__transport.send(node, {
+            "type": "next_node_idx", "next_node_idx": next_index, "reset": True,
+            "success": False, "ht": term,
+        })
 
     def _commit_waits_for_self(self) -> bool:
         """(Leader) whether a majority without this member's vote is missing for entries past
