@@ -283,13 +283,16 @@ _LONG_APPLY: Final = 0.1  # seconds; see _RaftNode._forgive_long_apply
 # A tick normally starts at most the poll timeout (0.05 s) plus the tick's work after the
 # previous one; a longer gap is logged (see Replication._run).
 _STALLED_TICK: Final = 0.3
+_CAMPAIGN_MARGIN: Final = 0.05  # see Replication._run
 
 _ENTRY_BYTES: Final = 60_000  # see Replication._drain_inbox
 
 _GroupCallback = Callable[[Any, int], None]
 
 # Messages that promise nothing about this member's log, so they leave without a sync.
-_NO_SYNC_MESSAGES: Final = frozenset({"apply_command", "apply_command_response"}) | READ_MESSAGES
+_NO_SYNC_MESSAGES: Final = frozenset({
+    "apply_command", "apply_command_response", "pre_vote", "pre_vote_response", "term_notice",
+}) | READ_MESSAGES
 
 # A read index request answered "use the log" (readindex.py): the caller proposes a barrier.
 _READ_FALLBACK: Final = -1
@@ -395,6 +398,8 @@ class _SyncingTransport(TCPTransport):  # type: ignore[misc]
         if journal is None:
             return bool(super().send(node, message))
         kind = message.get("type")
+        if kind == "request_vote" and self._syncObj._transfer_campaign:
+            message["transfer"] = True  # a leader's hand-over: voters in lease vote anyway
         if kind == "append_entries":
             seq = self._syncObj._owner._read_index.seq
             if seq:
@@ -572,6 +577,21 @@ class _SyncingTransport(TCPTransport):  # type: ignore[misc]
         super().setOnMessageReceivedCallback(received)
 
 
+_ELECTION_MESSAGES: Final = frozenset({"request_vote", "pre_vote", "pre_vote_response",
+                                       "term_notice"})
+
+
+class _PreVoteRound:
+    """A pre-vote round: the term it asks for and the peers that granted it."""
+
+    __slots__ = ("term", "grants", "won")
+
+    def __init__(self, term: int) -> None:
+        self.term = term
+        self.grants: set[Any] = set()
+        self.won = False
+
+
 def probe_answer(log: Any, prev: int, ours: int, theirs: int,
                  probe: tuple[int, int, int] | None) -> tuple[int, int]:
     """(Follower) the answer to an append whose previous entry, at ``prev``, has term
@@ -637,6 +657,12 @@ class _RaftNode(SyncObj):  # type: ignore[misc]
         # (leader's term, next index, term of our entry before it) of this member's lowest
         # answer to a leader's probe (see _reject_conflict)
         self._probe: tuple[int, int, int] | None = None
+        # Elections (see _before_campaign): when a leader's message last arrived; the pre-vote
+        # round of the moment (the term it asks for, who granted it, whether a majority did);
+        # whether the campaign of this tick is a leader's hand-over.
+        self._leader_heard_at = -1e9
+        self._pre_vote: _PreVoteRound | None = None
+        self._transfer_campaign = False
         transport_journal = journal
 
         class Transport(_SyncingTransport):
@@ -685,11 +711,26 @@ class _RaftNode(SyncObj):  # type: ignore[misc]
         on past them reaches pysyncobj starting at its first new or conflicting entry. Other
         messages go to pysyncobj unchanged, except a vote request or a leader's hand-over
         while this member is catching up (it votes for nobody until then)."""
-        if self._catching_up and type(message) is dict \
-                and message.get("type") in ("request_vote", "timeout_now"):
+        kind = message.get("type") if type(message) is dict else None
+        if self._catching_up and kind in ("request_vote", "timeout_now"):
             return None
-        if type(message) is dict and message.get("type") == "append_entries" \
-                and "prevLogIdx" in message and message.get("transmission") is None \
+        if kind in _ELECTION_MESSAGES:
+            return self._on_election_message(node, kind, message)
+        if kind == "append_entries":
+            term = message.get("term", -1)
+            current = self._SyncObj__raftCurrentTerm
+            if term >= current:
+                self._leader_heard_at = _pso_monotonic()
+                self._pre_vote = None  # a leader is there: a later campaign asks again
+            elif node in self._SyncObj__otherNodes:
+                # A leader of an older term: tell it ours, so that it steps down and an
+                # election at our term follows (etcd answers a lower-term append so when
+                # CheckQuorum is on). Otherwise a member that reached a higher term in a
+                # campaign that failed would ignore the leader's appends, and the others,
+                # in their lease, its vote requests, for ever.
+                self._SyncObj__transport.send(node, {"type": "term_notice", "term": current})
+        if kind == "append_entries" and "prevLogIdx" in message \
+                and message.get("transmission") is None \
                 and message.get("term", -1) >= self._SyncObj__raftCurrentTerm:
             prev = message["prevLogIdx"]
             last = self._SyncObj__getCurrentLogIndex()
@@ -718,6 +759,97 @@ class _RaftNode(SyncObj):  # type: ignore[misc]
                                    "prevLogTerm": entries[same - 1][2],
                                    "entries": entries[same:]}
         return SyncObj._SyncObj__onMessageReceived(self, node, message)
+
+    # Elections, as etcd's raft runs them (CheckQuorum, which etcd always enables, and
+    # PreVote, etcd's default since 3.5). pysyncobj campaigns as soon as its election timeout
+    # passes, raising its term, and every member that hears of a higher term adopts it, a
+    # leader included, which steps down. So a member that could not hear the others (a
+    # one-way cut, a flaky link) campaigned every second or two and deposed a healthy leader
+    # each time (writes stopped for 1-2 s several times in 20 s), and a member cut off from
+    # the others raised its term, which deposed the leader once the cut healed. Now:
+    # * a member that has heard from a leader within the election timeout (or is the leader)
+    #   ignores a vote request of a higher term, unless it comes from a leader's hand-over
+    #   (etcd: "lease is not expired");
+    # * before campaigning, a member asks the others whether they would vote for it at the
+    #   next term (pre-vote, nothing changes on either side) and campaigns only once a
+    #   majority said yes; they say yes only outside their lease, to an up-to-date log.
+
+    def in_lease(self) -> bool:
+        """Whether a leader is known to be there: this member leads, or heard from the leader
+        within the (minimum) election timeout."""
+        if self._isLeader():
+            return True
+        return (self._SyncObj__raftLeader is not None
+                and _pso_monotonic() - self._leader_heard_at
+                < self._SyncObj__conf.raftMinTimeout)
+
+    def _log_up_to_date(self, message: dict[str, Any]) -> bool:
+        their_term, our_term = message["last_log_term"], self._SyncObj__getCurrentLogTerm()
+        return bool(their_term > our_term or (
+            their_term == our_term
+            and message["last_log_index"] >= self._SyncObj__getCurrentLogIndex()))
+
+    def _on_election_message(self, node: Any, kind: str, message: dict[str, Any]) -> Any:
+        current = self._SyncObj__raftCurrentTerm
+        term = int(message.get("term", -1))
+        if kind == "request_vote":
+            if term > current and not message.get("transfer") and self.in_lease():
+                return None  # etcd: ignored, "lease is not expired"
+            return SyncObj._SyncObj__onMessageReceived(self, node, message)
+        if kind == "pre_vote":
+            granted = (term > current and not self._catching_up and not self.in_lease()
+                       and self._log_up_to_date(message))
+            self._SyncObj__transport.send(node, {
+                "type": "pre_vote_response", "term": term, "granted": granted})
+            return None
+        if kind == "pre_vote_response":
+            round_ = self._pre_vote
+            if (round_ is not None and not round_.won and message.get("granted")
+                    and term == round_.term == current + 1):
+                round_.grants.add(node)
+                if 2 * (len(round_.grants) + 1) > len(self._SyncObj__otherNodes) + 1:
+                    round_.won = True
+                    self._SyncObj__raftElectionDeadline = 0  # campaign at the next tick
+            return None
+        # term_notice: a member of a higher term answered our append (see above)
+        if term > current and self._isLeader():
+            log.info("a member is at term %d, past ours (%d): stepping down", term, current)
+            self._SyncObj__setCurrentTerm(term, None)
+            self._SyncObj__setState(_pso._RAFT_STATE.FOLLOWER)
+            self._SyncObj__raftLeader = None
+        return None
+
+    def before_campaign(self) -> None:
+        """(Raft thread, the election timeout passed, before pysyncobj's tick campaigns)
+        Let the campaign go ahead when it is a leader's hand-over (tagged so that voters in
+        lease vote) or when a majority granted this term's pre-vote; otherwise start a
+        pre-vote round and wait another election timeout for it."""
+        if self._catching_up:
+            return
+        if self._SyncObj__transferInProgress:
+            self._transfer_campaign = True
+            return
+        others = self._SyncObj__otherNodes
+        if not others:
+            return
+        term = self._SyncObj__raftCurrentTerm + 1
+        round_ = self._pre_vote
+        if round_ is not None and round_.won and round_.term == term:
+            self._pre_vote = None
+            return
+        self._pre_vote = _PreVoteRound(term)
+        self._SyncObj__raftElectionDeadline = (
+            _pso_monotonic() + self._SyncObj__generateRaftTimeout())
+        if self._SyncObj__raftLeader is not None:
+            # etcd's pre-candidate forgets its leader, as a candidate does: Status reports
+            # no leader, and writes forwarded to the old one fail now ("leader changed")
+            self._SyncObj__raftLeader = None
+            self._SyncObj__onLeaderChanged()
+        request = {"type": "pre_vote", "term": term,
+                   "last_log_index": self._SyncObj__getCurrentLogIndex(),
+                   "last_log_term": self._SyncObj__getCurrentLogTerm()}
+        for peer in others:
+            self._SyncObj__transport.send(peer, request)
 
     def _acknowledge_present(self, node: Any, message: dict[str, Any], verified: int) -> Any:
         """Answer an append whose entries are all present: pysyncobj's bookkeeping of a
@@ -981,7 +1113,13 @@ class Replication:
             try:
                 if not node._isLeader() and node._SyncObj__raftElectionDeadline < _pso_monotonic():
                     self._read_before_campaigning()
+                # A deadline that passes before pysyncobj's tick looks at it (a few calls
+                # in) would let it campaign unasked: the margin covers that.
+                if not node._isLeader() and (node._SyncObj__raftElectionDeadline
+                                             < _pso_monotonic() + _CAMPAIGN_MARGIN):
+                    node.before_campaign()
                 node.doTick(0.05)
+                node._transfer_campaign = False
             except Exception:  # keep the member alive; pysyncobj's own loop does the same
                 log.exception("raft tick failed")
                 time.sleep(0.05)

@@ -1354,3 +1354,78 @@ def test_the_election_timeout_is_randomized_as_etcd_does(tmp_path: object) -> No
         assert 1.0 < first <= 4.0
     finally:
         rep.stop()
+
+
+async def test_elections_as_etcd_runs_them_lease_pre_vote_and_term_notice(
+    tmp_path: object,
+) -> None:
+    """CheckQuorum's lease, pre-vote and the term notice (Replication: _RaftNode elections).
+    White box: the raft threads are stopped; messages are handed to a member's handler and
+    what it sends is captured."""
+    cfgs, sms = make_cluster(tmp_path, 3)
+    reps = [Replication(c, s) for c, s in zip(cfgs, sms, strict=True)]
+    try:
+        leader = await wait_leader(reps)
+        await leader.propose(msgpack.packb(0))
+        await _until(lambda: all(r._node.raftLastApplied == leader._node.raftLastApplied
+                                 for r in reps))
+    finally:
+        for r in reps:
+            r.stop()
+    follower = next(r for r in reps if r is not leader)
+    node, lnode = follower._node, leader._node
+    peer = next(iter(node._SyncObj__otherNodes))
+    sent: list[dict[str, object]] = []
+    node._SyncObj__transport.send = lambda n, m: sent.append(m) or True
+    lnode._SyncObj__transport.send = lambda n, m: sent.append(m) or True
+    term = int(node.raftCurrentTerm)
+    up_to_date = {"last_log_index": 10**6, "last_log_term": term}
+
+    # in its lease: a vote request of a higher term is ignored, a pre-vote refused
+    node._leader_heard_at = _pso_monotonic()
+    assert node.in_lease()
+    node._SyncObj__onMessageReceived(peer, {"type": "request_vote", "term": term + 1,
+                                            **up_to_date})
+    assert int(node.raftCurrentTerm) == term and not sent
+    node._SyncObj__onMessageReceived(peer, {"type": "pre_vote", "term": term + 1, **up_to_date})
+    assert sent.pop() == {"type": "pre_vote_response", "term": term + 1, "granted": False}
+    # ... but a leader's hand-over is voted for
+    node._SyncObj__onMessageReceived(peer, {"type": "request_vote", "term": term + 1,
+                                            "transfer": True, **up_to_date})
+    assert int(node.raftCurrentTerm) == term + 1
+    assert sent.pop() == {"type": "response_vote", "term": term + 1}
+
+    # out of its lease: a pre-vote is granted to an up-to-date log only, and changes nothing
+    term += 1
+    node._leader_heard_at -= 10
+    assert not node.in_lease()
+    node._SyncObj__onMessageReceived(peer, {"type": "pre_vote", "term": term + 1, **up_to_date})
+    assert sent.pop()["granted"] is True and int(node.raftCurrentTerm) == term
+    node._SyncObj__onMessageReceived(peer, {"type": "pre_vote", "term": term + 1,
+                                            "last_log_index": 0, "last_log_term": 0})
+    assert sent.pop()["granted"] is False
+
+    # before campaigning, a pre-vote round; the campaign only once a majority granted it
+    node._SyncObj__raftElectionDeadline = 0
+    node.before_campaign()
+    request = {"type": "pre_vote", "term": term + 1,
+               "last_log_index": node._SyncObj__getCurrentLogIndex(), "last_log_term": term - 1}
+    assert sent == [request, request]  # to both peers
+    sent.clear()
+    assert node._SyncObj__raftElectionDeadline > _pso_monotonic()  # waits for answers
+    assert node._getLeader() is None  # a pre-candidate forgets its leader
+    node._SyncObj__onMessageReceived(peer, {"type": "pre_vote_response", "term": term + 1,
+                                            "granted": True})
+    assert node._SyncObj__raftElectionDeadline == 0  # won: the next tick campaigns
+    node.before_campaign()
+    assert not sent and node._pre_vote is None
+
+    # a leader that hears of a newer term steps down to it
+    lterm = int(lnode.raftCurrentTerm)
+    assert lnode._isLeader()
+    lnode._SyncObj__onMessageReceived(peer, {"type": "term_notice", "term": lterm + 3})
+    assert not lnode._isLeader() and int(lnode.raftCurrentTerm) == lterm + 3
+    # a member answers an append of an older term with its own
+    node._SyncObj__onMessageReceived(peer, {"type": "append_entries", "term": term - 1,
+                                            "commit_index": 0})
+    assert sent.pop() == {"type": "term_notice", "term": term}
