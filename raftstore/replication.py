@@ -600,7 +600,7 @@ def probe_answer(log: Any, prev: int, ours: int, theirs: int,
     entries before that index is newer than (the leader skips its own entries of newer
     terms: leader_next_index). Our entries of terms newer than ``theirs`` cannot be in the
     leader's log there, so they are skipped at once. The answer is never above ``probe``,
-    our lowest answer of this term (``(term, next index, entry term)``), so an answer to an
+    our lowest answer of this term (``(leader's term, next index, term)``), so an answer to an
     append sent before an earlier probe cannot undo it."""
     first = int(log[0][1])
     next_index, term = prev, ours
@@ -654,10 +654,10 @@ class _RaftNode(SyncObj):  # type: ignore[misc]
         self._commit_ok: int | None = None  # the commit index as of the last apply pass
         # Catching up after joining empty: neither votes nor campaigns (see Replication).
         self._catching_up = False
-        # (leader's term, next index, term of our entry before it) of this member's lowest
-        # answer to a leader's probe (see _reject_conflict)
+        # (leader's term, next index, term) of this member's lowest answer to a leader's
+        # probe (see _reject_conflict and probe_answer)
         self._probe: tuple[int, int, int] | None = None
-        # Elections (see _before_campaign): when a leader's message last arrived; the pre-vote
+        # Elections (see before_campaign): when a leader's message last arrived; the pre-vote
         # round of the moment (the term it asks for, who granted it, whether a majority did);
         # whether the campaign of this tick is a leader's hand-over.
         self._leader_heard_at = -1e9
