@@ -724,6 +724,70 @@ def test_a_follower_that_cannot_hear_the_others(
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_one_link_between_the_leader_and_a_follower_fails(
+    kind: str, cluster_factory: Callable[..., Cluster]
+) -> None:
+    """Only the link between the leader and one follower fails; each still reaches the other
+    follower. The cut-off follower hears no leader and wants an election, and the other
+    follower hears both. The leader keeps a majority through that follower, so it must stay
+    the leader and writes go on: the middle follower, in its lease, ignores the cut-off
+    one's votes (without the lease it adopted the higher term, stopped taking the leader's
+    appends, and the leader had to step down)."""
+    cluster = cluster_factory(kind, nodes=3, peer_proxy=True)
+    assert cluster.proxy is not None
+    leader = cluster.leader()
+    far, middle = (m.index for m in cluster.members if m.index != leader)
+    term_before = int(cluster.status(leader)["raftTerm"])  # type: ignore[call-overload]
+    prefix = b"/onelink/"
+    acked: dict[bytes, bytes] = {}
+    stop = threading.Event()
+
+    def write(t: int) -> None:
+        with Client(cluster.members[(leader, middle)[t % 2]].endpoint, deadline=5) as c:
+            i = 0
+            while not stop.is_set():
+                key = prefix + b"%d-%05d" % (t, i)
+                i += 1
+                with contextlib.suppress(grpc.RpcError):
+                    c.put(key, b"x")
+                    acked[key] = b"x"
+
+    writers = [threading.Thread(target=write, args=(t,), daemon=True) for t in range(4)]
+    for w in writers:
+        w.start()
+    leaders: set[int] = set()
+    try:
+        time.sleep(1)
+        cluster.proxy.cut_link(leader, far)
+        end = time.monotonic() + 5
+        while time.monotonic() < end:
+            for i in (leader, middle):
+                with contextlib.suppress(Exception):
+                    leaders.add(int(cluster.status(i, timeout=2)["leader"]))  # type: ignore[call-overload]
+            time.sleep(0.3)
+        during = len(acked)
+        cluster.proxy.heal()
+        time.sleep(2)
+    finally:
+        stop.set()
+        for w in writers:
+            w.join(10)
+    first = int(cluster.status(leader)["header"]["member_id"])  # type: ignore[index]
+    check_same_state(cluster, prefix)
+    term_after = int(cluster.status(leader)["raftTerm"])  # type: ignore[call-overload]
+    with Client(cluster.members[leader].endpoint, deadline=10) as c:
+        stored = c.prefix(prefix)
+    missing = [k for k, v in acked.items() if stored.get(k) != v]
+    print(f"[{kind}] {during} writes during the cut; leaders seen {len(leaders)}; "
+          f"term {term_before} -> {term_after} through the cut and the heal")
+    assert not missing, f"lost {len(missing)} acknowledged writes, e.g. {missing[:3]}"
+    assert during > 0
+    assert leaders == {first}, f"the leader changed during the cut: {leaders}"
+    if kind == "raftstore":
+        assert term_after == term_before, "the cut or the heal started an election"
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_leader_that_cannot_hear_its_followers(
     kind: str, cluster_factory: Callable[..., Cluster]
 ) -> None:

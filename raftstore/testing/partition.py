@@ -4,7 +4,8 @@ Every member listens for its peers on one port and advertises another
 (``--listen-peer-urls`` / ``--initial-advertise-peer-urls``, as behind a NAT or a load
 balancer); a :class:`PeerProxy` listens on the advertised ports and forwards each connection
 to the member's real one. :meth:`PeerProxy.partition` then cuts the links between groups of
-members, :meth:`PeerProxy.heal` restores them.
+members (:meth:`PeerProxy.cut_link` one link, :meth:`PeerProxy.deafen` one direction),
+:meth:`PeerProxy.heal` restores them.
 
 A cut link is a black hole, as a failed switch is: the connections stay open and whatever
 is sent on them is dropped, so a member only learns of it from its own timeouts. Healing
@@ -61,6 +62,7 @@ class PeerProxy:
         self._names: dict[bytes, int] = {}  # b"host:port" advertised -> member
         self._group: dict[int, int] | None = None  # member -> its side, while partitioned
         self._deaf: int | None = None  # a member that hears nobody (it still speaks)
+        self._pairs: set[frozenset[int]] = set()  # single links cut both ways (cut_link)
         self._links: set[_Link] = set()
         self._listeners: list[socket.socket] = []
         self._closed = False
@@ -94,6 +96,16 @@ class PeerProxy:
                 if self._should_cut(link):
                     link.cut = True
 
+    def cut_link(self, a: int, b: int) -> None:
+        """Cut the link between members ``a`` and ``b`` only, both ways: each still reaches
+        the third member, and through it hears of the other (a failed cable between two
+        racks, say)."""
+        with self._lock:
+            self._pairs.add(frozenset((a, b)))
+            for link in self._links:
+                if self._should_cut(link):
+                    link.cut = True
+
     def deafen(self, member: int) -> None:
         """A one-way cut: whatever the others send ``member`` is dropped, whatever it sends
         them arrives (a leader whose followers' answers are lost while its appends are not).
@@ -108,6 +120,7 @@ class PeerProxy:
         with self._lock:
             self._group = None
             self._deaf = None
+            self._pairs = set()
             dead = [link for link in self._links if link.cut or link.dropped]
         for link in dead:
             link.close()
@@ -119,12 +132,14 @@ class PeerProxy:
         self.partition([member], others)
 
     def _should_cut(self, link: _Link) -> bool:
-        group = self._group
-        if group is None:
+        group, pairs = self._group, self._pairs
+        if group is None and not pairs:
             return False
         if link.opener is None:
             return True
-        return group.get(link.opener) != group.get(link.to)
+        if frozenset((link.opener, link.to)) in pairs:
+            return True
+        return group is not None and group.get(link.opener) != group.get(link.to)
 
     # -- forwarding ---------------------------------------------------------------------------
 

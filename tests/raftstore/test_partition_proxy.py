@@ -158,3 +158,20 @@ def test_a_deaf_member_still_speaks(net: tuple[PeerProxy, list[int]]) -> None:
     assert closed(s)
     conn.close()
     talker.close()
+
+
+def test_one_link_cut_leaves_the_others(net: tuple[PeerProxy, list[int]]) -> None:
+    proxy, ports = net
+    a = dial(ports[0], ports[1])  # member 1 -> member 0
+    b = dial(ports[2], ports[0])  # member 0 -> member 2
+    c = dial(ports[1], ports[2])  # member 2 -> member 1
+    proxy.cut_link(0, 2)
+    assert echoes(a) and echoes(c)  # through member 1 everything still goes
+    assert not echoes(b)
+    d = dial(ports[0], ports[1])  # new links between 0 and 1 carry on
+    proxy.heal()
+    assert closed(b)
+    e = dial(ports[2], ports[0])
+    assert echoes(a) and echoes(d) and echoes(e)
+    for s in (a, b, c, d, e):
+        s.close()
