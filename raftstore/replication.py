@@ -773,6 +773,12 @@ class _RaftNode(SyncObj):  # type: ignore[misc]
     # * before campaigning, a member asks the others whether they would vote for it at the
     #   next term (pre-vote, nothing changes on either side) and campaigns only once a
     #   majority said yes; they say yes only outside their lease, to an up-to-date log.
+    # Beyond etcd: a member that grants a pre-vote stands aside for a while (see
+    # _stand_aside), and of two members asking at once only one is granted (_yields_to).
+    # Without that, two followers whose timeouts passed within a message's delay of each
+    # other both won their pre-votes and split the vote, and the election took another
+    # timeout: 2.9 s instead of 1-1.9 s after a leader's kill, twice in 30 kills on a loaded
+    # machine.
 
     def in_lease(self) -> bool:
         """Whether a leader is known to be there: this member leads, or heard from the leader
@@ -798,7 +804,9 @@ class _RaftNode(SyncObj):  # type: ignore[misc]
             return SyncObj._SyncObj__onMessageReceived(self, node, message)
         if kind == "pre_vote":
             granted = (term > current and not self._catching_up and not self.in_lease()
-                       and self._log_up_to_date(message))
+                       and self._log_up_to_date(message) and self._yields_to(node, term, message))
+            if granted:
+                self._stand_aside()
             self._SyncObj__transport.send(node, {
                 "type": "pre_vote_response", "term": term, "granted": granted})
             return None
@@ -818,6 +826,31 @@ class _RaftNode(SyncObj):  # type: ignore[misc]
             self._SyncObj__setState(_pso._RAFT_STATE.FOLLOWER)
             self._SyncObj__raftLeader = None
         return None
+
+    def _yields_to(self, node: Any, term: int, message: dict[str, Any]) -> bool:
+        """Whether this member lets another pre-candidate for ``term`` go first: always when it
+        asks for no such term itself; never once its own round is won (it campaigns at its next
+        tick); otherwise the more up-to-date log goes first and, between equal logs, the
+        greater address. Two members asking at once then never both win."""
+        round_ = self._pre_vote
+        if round_ is None or round_.term != term:
+            return True
+        if round_.won:
+            return False
+        theirs = (message["last_log_term"], message["last_log_index"])
+        ours = (self._SyncObj__getCurrentLogTerm(), self._SyncObj__getCurrentLogIndex())
+        if theirs != ours:
+            return bool(theirs > ours)
+        return str(node.id) > str(self._SyncObj__selfNode.id)
+
+    def _stand_aside(self) -> None:
+        """(A pre-vote was granted) drop this member's own pre-vote round and give the member
+        it granted half an election timeout to campaign before this one asks for itself: the
+        grant is no promise (etcd's is none), but asking at once would split the vote."""
+        self._pre_vote = None
+        self._SyncObj__raftElectionDeadline = max(
+            self._SyncObj__raftElectionDeadline,
+            _pso_monotonic() + self._SyncObj__conf.raftMinTimeout / 2)
 
     def before_campaign(self) -> None:
         """(Raft thread, the election timeout passed, before pysyncobj's tick campaigns)

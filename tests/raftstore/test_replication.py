@@ -11,6 +11,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable
+from types import SimpleNamespace
 
 import msgpack
 import pytest
@@ -1419,6 +1420,43 @@ async def test_elections_as_etcd_runs_them_lease_pre_vote_and_term_notice(
     assert node._SyncObj__raftElectionDeadline == 0  # won: the next tick campaigns
     node.before_campaign()
     assert not sent and node._pre_vote is None
+
+    # a member that grants a pre-vote gives the one it granted half an election timeout
+    aside = node._SyncObj__conf.raftMinTimeout / 2
+    node._SyncObj__raftElectionDeadline = 0
+    node._SyncObj__onMessageReceived(peer, {"type": "pre_vote", "term": term + 1, **up_to_date})
+    assert sent.pop()["granted"] is True
+    assert node._SyncObj__raftElectionDeadline > _pso_monotonic() + aside - 0.05
+
+    # two members asking at once for one term: a won round is never given up; otherwise the
+    # more up-to-date log goes first, then the greater address; the one that grants drops
+    # its own round and stands aside
+    own_log = {"last_log_index": node._SyncObj__getCurrentLogIndex(),
+               "last_log_term": node._SyncObj__getCurrentLogTerm()}
+    me = str(node._SyncObj__selfNode.id)
+    above, below = SimpleNamespace(id=me + "0"), SimpleNamespace(id=me[:-1])
+    for asker, their_log, expected in ((above, own_log, True), (below, own_log, False),
+                                       (below, up_to_date, True)):
+        node._SyncObj__raftElectionDeadline = 0
+        node.before_campaign()
+        sent.clear()
+        node._on_election_message(asker, "pre_vote", {"type": "pre_vote", "term": term + 1,
+                                                      **their_log})
+        assert sent.pop()["granted"] is expected, (asker.id, me, their_log)
+        if expected:
+            assert node._pre_vote is None
+            assert node._SyncObj__raftElectionDeadline > _pso_monotonic() + aside - 0.05
+        else:
+            assert node._pre_vote is not None and node._pre_vote.term == term + 1
+    node._SyncObj__raftElectionDeadline = 0
+    node.before_campaign()
+    node._SyncObj__onMessageReceived(peer, {"type": "pre_vote_response", "term": term + 1,
+                                            "granted": True})
+    assert node._pre_vote is not None and node._pre_vote.won
+    sent.clear()
+    node._SyncObj__onMessageReceived(peer, {"type": "pre_vote", "term": term + 1, **up_to_date})
+    assert sent.pop()["granted"] is False  # it campaigns at its next tick
+    node._pre_vote = None
 
     # a leader that hears of a newer term steps down to it
     lterm = int(lnode.raftCurrentTerm)
